@@ -1,1 +1,5 @@
-//! kubectl-ctrlaudit: finds Kubernetes controller anti-patterns in source (scan), on a cluster (live) and measures their cost (bench).
+//! kubectl-ctrlaudit: finds Kubernetes controller anti-patterns in source (scan), on a cluster (live), and measures their cost (bench).
+
+pub mod bench;
+pub mod finding;
+pub mod rules;

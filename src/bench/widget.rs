@@ -1,0 +1,1 @@
+//! The benchmark's Widget custom resource (placeholder until testenv defines it).

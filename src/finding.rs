@@ -1,0 +1,201 @@
+//! The one shape every lens reports in: a `Finding` with its rule code, severity, subject and evidence.
+
+use serde::{Deserialize, Serialize};
+use std::cmp::Ordering;
+use std::fmt;
+
+/// How bad a finding is. Ordered so that `Error > Warning > Info`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Info,
+    Warning,
+    Error,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        }
+    }
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Which of the three ways of looking at a controller produced a finding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Lens {
+    Scan,
+    Live,
+    Bench,
+}
+
+impl Lens {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Lens::Scan => "scan",
+            Lens::Live => "live",
+            Lens::Bench => "bench",
+        }
+    }
+}
+
+/// A 1-based line/column range in a source file.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Span {
+    /// Path as given on the command line joined with the walked path, `/`-separated.
+    pub file: String,
+    pub line: usize,
+    pub column: usize,
+    pub end_line: usize,
+    pub end_column: usize,
+}
+
+/// What a finding is about.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum Subject {
+    /// A place in source code (scan).
+    Source(Span),
+    /// A Kubernetes object or, with an empty name, a whole resource type (live).
+    Object {
+        group: String,
+        kind: String,
+        namespace: Option<String>,
+        name: String,
+    },
+    /// A controller identified by its field manager, user or user agent (live).
+    Controller {
+        manager: Option<String>,
+        user: Option<String>,
+        user_agent: Option<String>,
+    },
+}
+
+impl Subject {
+    pub fn span(&self) -> Option<&Span> {
+        match self {
+            Subject::Source(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// A short, human-readable location: `src/a.rs:12:5`, `widgets.example.com/ns/name`, `manager=foo`.
+    pub fn label(&self) -> String {
+        match self {
+            Subject::Source(s) => format!("{}:{}:{}", s.file, s.line, s.column),
+            Subject::Object {
+                group,
+                kind,
+                namespace,
+                name,
+            } => {
+                let gk = if group.is_empty() {
+                    kind.clone()
+                } else {
+                    format!("{kind}.{group}")
+                };
+                match (namespace, name.is_empty()) {
+                    (Some(ns), false) => format!("{gk} {ns}/{name}"),
+                    (None, false) => format!("{gk} {name}"),
+                    (Some(ns), true) => format!("{gk} in {ns}"),
+                    (None, true) => gk,
+                }
+            }
+            Subject::Controller {
+                manager,
+                user,
+                user_agent,
+            } => {
+                let mut parts = Vec::new();
+                if let Some(m) = manager {
+                    parts.push(format!("manager={m}"));
+                }
+                if let Some(u) = user {
+                    parts.push(format!("user={u}"));
+                }
+                if let Some(a) = user_agent {
+                    parts.push(format!("userAgent={a}"));
+                }
+                parts.join(" ")
+            }
+        }
+    }
+}
+
+/// Data behind a finding, kept as data so that every output format can render it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum Evidence {
+    /// A related place in source: the call that makes the finding matter (e.g. the status patch
+    /// that re-triggers a controller without a predicate), with a note on its role.
+    Related { span: Span, note: String },
+    /// A named number: a requeue in seconds, a rate, a count.
+    Value {
+        name: String,
+        value: f64,
+        unit: String,
+    },
+    /// A metric sample as scraped.
+    Sample {
+        metric: String,
+        labels: Vec<(String, String)>,
+        value: f64,
+        timestamp_ms: i64,
+    },
+    /// A call path from a root (reconcile) to the finding's place.
+    CallPath { functions: Vec<String> },
+}
+
+/// One finding of one rule.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Finding {
+    pub code: String,
+    pub severity: Severity,
+    pub lens: Lens,
+    pub message: String,
+    pub subject: Subject,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub evidence: Vec<Evidence>,
+    pub help: String,
+}
+
+impl Finding {
+    /// The deterministic order every output uses: by subject (file, line, column), then code, then message.
+    pub fn sort_key_cmp(&self, other: &Self) -> Ordering {
+        self.subject
+            .cmp(&other.subject)
+            .then_with(|| self.code.cmp(&other.code))
+            .then_with(|| self.message.cmp(&other.message))
+    }
+
+    /// A fingerprint that survives unrelated edits (no line numbers): code, file or subject, message.
+    pub fn fingerprint(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let subject = match &self.subject {
+            Subject::Source(s) => s.file.clone(),
+            other => other.label(),
+        };
+        let mut h = Sha256::new();
+        h.update(self.code.as_bytes());
+        h.update([0]);
+        h.update(subject.as_bytes());
+        h.update([0]);
+        h.update(self.message.as_bytes());
+        let digest = h.finalize();
+        digest.iter().take(12).map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+/// Sorts findings into the one order that every output format uses.
+pub fn sort_findings(findings: &mut [Finding]) {
+    findings.sort_by(Finding::sort_key_cmp);
+}
