@@ -49,7 +49,7 @@ impl Lens {
 }
 
 /// A 1-based line/column range in a source file.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Span {
     /// Path as given on the command line joined with the walked path, `/`-separated.
     pub file: String,

@@ -1,5 +1,9 @@
 //! kubectl-ctrlaudit: finds Kubernetes controller anti-patterns in source (scan), on a cluster (live), and measures their cost (bench).
 
 pub mod bench;
+pub mod cli;
+pub mod config;
 pub mod finding;
+pub mod report;
 pub mod rules;
+pub mod scan;

@@ -1,0 +1,178 @@
+//! `ctrlaudit.toml`: rule levels, thresholds and wrapper aliases, found upward from the scanned path.
+
+use crate::finding::Severity;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// A rule's level as configured: a severity, or off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    Error,
+    Warning,
+    Info,
+    Off,
+}
+
+impl Level {
+    pub fn severity(self) -> Option<Severity> {
+        match self {
+            Level::Error => Some(Severity::Error),
+            Level::Warning => Some(Severity::Warning),
+            Level::Info => Some(Severity::Info),
+            Level::Off => None,
+        }
+    }
+}
+
+/// Numeric limits the detectors use. Every field has the documented default.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Thresholds {
+    /// CA203: a success-path requeue shorter than this is polling.
+    pub polling_requeue_secs: f64,
+    /// CA204: an error_policy whose every return is a constant requeue shorter than this retries hot.
+    pub error_requeue_secs: f64,
+    /// CA001: files larger than this are skipped.
+    pub max_file_bytes: u64,
+    /// CA102 (live)
+    pub convergence_lag_secs: f64,
+    /// CA202 (live)
+    pub churn_writes_per_object_per_min: f64,
+    /// CA301 (live)
+    pub conflict_share: f64,
+    /// CA403 (live)
+    pub ceiling_share: f64,
+    /// CA402 (live)
+    pub series_per_family: f64,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Self {
+            polling_requeue_secs: 30.0,
+            error_requeue_secs: 60.0,
+            max_file_bytes: 2_000_000,
+            convergence_lag_secs: 120.0,
+            churn_writes_per_object_per_min: 6.0,
+            conflict_share: 0.05,
+            ceiling_share: 0.8,
+            series_per_family: 10_000.0,
+        }
+    }
+}
+
+/// The parsed configuration.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Rule code → level.
+    pub rules: BTreeMap<String, Level>,
+    pub thresholds: Thresholds,
+    /// Wrapper function path (or bare name) → the kube `Api` method it wraps (`patch_status`, `list`, …).
+    pub aliases: BTreeMap<String, String>,
+    /// Where it was read from, if anywhere.
+    #[serde(skip)]
+    pub source: Option<PathBuf>,
+}
+
+/// Errors a caller may want to tell apart.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("invalid {path}: {message}")]
+    Invalid { path: PathBuf, message: String },
+}
+
+pub const FILE_NAME: &str = "ctrlaudit.toml";
+
+impl Config {
+    /// Parses a config file's text; `path` is for messages.
+    pub fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
+        let mut c: Config = toml::from_str(text).map_err(|e| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            message: e.to_string().trim().to_string(),
+        })?;
+        for code in c.rules.keys() {
+            if crate::rules::find(code).is_none() {
+                return Err(ConfigError::Invalid {
+                    path: path.to_path_buf(),
+                    message: format!("unknown rule `{code}` in [rules] (see `kubectl ctrlaudit rules`)"),
+                });
+            }
+        }
+        c.rules = c
+            .rules
+            .into_iter()
+            .map(|(k, v)| (k.to_ascii_uppercase(), v))
+            .collect();
+        c.source = Some(path.to_path_buf());
+        Ok(c)
+    }
+
+    /// Reads `path`.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Self::parse(&text, path)
+    }
+
+    /// Finds `ctrlaudit.toml` in `start` or its ancestors; the default config if there is none.
+    pub fn discover(start: &Path) -> Result<Self, ConfigError> {
+        let abs = std::fs::canonicalize(start).unwrap_or_else(|_| start.to_path_buf());
+        let mut dir = if abs.is_dir() {
+            Some(abs.as_path())
+        } else {
+            abs.parent()
+        };
+        while let Some(d) = dir {
+            let candidate = d.join(FILE_NAME);
+            if candidate.is_file() {
+                return Self::load(&candidate);
+            }
+            dir = d.parent();
+        }
+        Ok(Self::default())
+    }
+
+    /// The level of a rule after configuration: `None` means off.
+    pub fn severity_of(&self, code: &str, default: Severity) -> Option<Severity> {
+        match self.rules.get(code) {
+            Some(l) => l.severity(),
+            None => Some(default),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_levels_thresholds_aliases() {
+        let c = Config::parse(
+            "[rules]\nCA203 = \"error\"\nca304 = \"off\"\n[thresholds]\npolling_requeue_secs = 10\n[aliases]\n\"my::apply_status\" = \"patch_status\"\n",
+            Path::new("ctrlaudit.toml"),
+        )
+        .expect("valid");
+        assert_eq!(c.rules.get("CA203"), Some(&Level::Error));
+        assert_eq!(c.severity_of("CA304", Severity::Info), None);
+        assert_eq!(c.thresholds.polling_requeue_secs, 10.0);
+        assert_eq!(c.thresholds.error_requeue_secs, 60.0);
+        assert_eq!(c.aliases.len(), 1);
+    }
+
+    #[test]
+    fn rejects_unknown_rule_and_key() {
+        assert!(Config::parse("[rules]\nCA999 = \"off\"\n", Path::new("x")).is_err());
+        assert!(Config::parse("[thresholds]\nnope = 1\n", Path::new("x")).is_err());
+        assert!(Config::parse("[rules]\nCA203 = \"loud\"\n", Path::new("x")).is_err());
+    }
+}

@@ -1,0 +1,289 @@
+//! Output formats: one `Report` (findings, notes, stats) rendered as a table, JSON, SARIF, JUnit or GitHub annotations.
+
+pub mod github;
+pub mod json;
+pub mod junit;
+pub mod sarif;
+pub mod table;
+
+use crate::finding::{Evidence, Finding, Lens, Severity};
+use anyhow::Context;
+use std::fmt;
+use std::str::FromStr;
+
+/// An output format of `-o` / `--output-file FORMAT=PATH`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    /// A human-readable table (the default).
+    Table,
+    /// Findings, notes, summary and stats as pretty JSON.
+    Json,
+    /// SARIF 2.1.0 for GitHub code scanning and other SARIF viewers.
+    Sarif,
+    /// JUnit XML: one test case per rule, failing where the rule found something.
+    Junit,
+    /// GitHub Actions workflow commands (`::error file=…`), shown as annotations.
+    Github,
+}
+
+impl Format {
+    /// Every format, in the order of the help text.
+    pub const ALL: [Format; 5] = [
+        Format::Table,
+        Format::Json,
+        Format::Sarif,
+        Format::Junit,
+        Format::Github,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Format::Table => "table",
+            Format::Json => "json",
+            Format::Sarif => "sarif",
+            Format::Junit => "junit",
+            Format::Github => "github",
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Format {
+    type Err = anyhow::Error;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let wanted = s.trim();
+        Format::ALL
+            .into_iter()
+            .find(|f| f.as_str().eq_ignore_ascii_case(wanted))
+            .ok_or_else(|| {
+                let valid: Vec<&str> = Format::ALL.iter().map(|f| f.as_str()).collect();
+                anyhow::anyhow!(
+                    "unknown output format {s:?}: expected one of {}",
+                    valid.join(", ")
+                )
+            })
+    }
+}
+
+/// Something that could not be looked at (a skipped file, an unobservable evidence source): always shown.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Note {
+    pub subject: String,
+    pub message: String,
+}
+
+/// Everything one run has to say, borrowed from the caller.
+#[derive(Debug)]
+pub struct Report<'a> {
+    /// The command that produced it: "scan" or "live".
+    pub command: &'a str,
+    /// Already sorted and filtered.
+    pub findings: &'a [Finding],
+    pub notes: &'a [Note],
+    /// e.g. ("files scanned","42"), ("files parsed","7"), ("duration","0.12s").
+    pub stats: &'a [(String, String)],
+    /// ANSI color by severity; the table format only.
+    pub color: bool,
+}
+
+/// Renders `report` in `format`. The result ends with a newline.
+pub fn render(format: Format, report: &Report<'_>) -> anyhow::Result<String> {
+    let out = match format {
+        Format::Table => table::render(report),
+        Format::Json => json::render(report),
+        Format::Sarif => sarif::render(report),
+        Format::Junit => junit::render(report),
+        Format::Github => github::render(report),
+    };
+    out.with_context(|| format!("rendering the {format} report"))
+}
+
+/// Number of findings per severity.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Counts {
+    pub error: usize,
+    pub warning: usize,
+    pub info: usize,
+}
+
+impl Counts {
+    pub fn of(findings: &[Finding]) -> Self {
+        let mut c = Counts::default();
+        for f in findings {
+            match f.severity {
+                Severity::Error => c.error += 1,
+                Severity::Warning => c.warning += 1,
+                Severity::Info => c.info += 1,
+            }
+        }
+        c
+    }
+
+    pub fn total(&self) -> usize {
+        self.error + self.warning + self.info
+    }
+}
+
+/// "3 findings (1 error, 2 warnings, 0 info)" or "no findings".
+pub fn summary_line(findings: &[Finding]) -> String {
+    let c = Counts::of(findings);
+    if c.total() == 0 {
+        return "no findings".to_string();
+    }
+    format!(
+        "{} ({} {}, {} {}, {} info)",
+        plural(c.total(), "finding", "findings"),
+        c.error,
+        if c.error == 1 { "error" } else { "errors" },
+        c.warning,
+        if c.warning == 1 { "warning" } else { "warnings" },
+        c.info,
+    )
+}
+
+/// "files scanned: 42, files parsed: 7, duration: 0.12s", or empty.
+pub fn stats_line(stats: &[(String, String)]) -> String {
+    stats
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// "skipped: path — reason".
+pub fn note_line(note: &Note) -> String {
+    format!("skipped: {} — {}", note.subject, note.message)
+}
+
+/// Evidence as short lines, for the text formats: related places, values, call paths, metric samples.
+pub fn evidence_lines(finding: &Finding) -> Vec<String> {
+    const MAX_SAMPLES: usize = 3;
+    let mut lines = Vec::new();
+    let mut samples = 0usize;
+    for ev in &finding.evidence {
+        match ev {
+            Evidence::Related { span, note } => lines.push(format!(
+                "{}:{}:{}: {note}",
+                normalize_path(&span.file),
+                span.line,
+                span.column
+            )),
+            Evidence::Value { name, value, unit } => {
+                let unit = if unit.is_empty() {
+                    String::new()
+                } else {
+                    format!(" {unit}")
+                };
+                lines.push(format!("{name} = {}{unit}", number(*value)));
+            }
+            Evidence::CallPath { functions } => {
+                if !functions.is_empty() {
+                    lines.push(format!("via {}", functions.join(" → ")));
+                }
+            }
+            Evidence::Sample {
+                metric,
+                labels,
+                value,
+                timestamp_ms,
+            } => {
+                samples += 1;
+                if samples <= MAX_SAMPLES {
+                    let labels = labels
+                        .iter()
+                        .map(|(k, v)| format!("{k}={v:?}"))
+                        .collect::<Vec<_>>()
+                        .join(",");
+                    lines.push(format!(
+                        "{metric}{{{labels}}} = {} at {timestamp_ms} ms",
+                        number(*value)
+                    ));
+                }
+            }
+        }
+    }
+    if samples > MAX_SAMPLES {
+        lines.push(format!("… {} more samples", samples - MAX_SAMPLES));
+    }
+    lines
+}
+
+/// A number without a needless fraction: `30`, `0.25`.
+fn number(v: f64) -> String {
+    if v.is_finite() && v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{v:.0}")
+    } else {
+        format!("{v}")
+    }
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// The lens whose rules a command reports on: `scan` → Scan, `live` → Live, `bench` → Bench.
+pub fn lens_of_command(command: &str) -> Option<Lens> {
+    match command {
+        "scan" => Some(Lens::Scan),
+        "live" => Some(Lens::Live),
+        "bench" => Some(Lens::Bench),
+        _ => None,
+    }
+}
+
+/// A file path as a `/`-separated path relative to the checkout where possible:
+/// backslashes become `/`, leading `./` are dropped.
+pub fn normalize_path(file: &str) -> String {
+    let mut p = file.replace('\\', "/");
+    while let Some(rest) = p.strip_prefix("./") {
+        p = rest.trim_start_matches('/').to_string();
+    }
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn format_from_str() {
+        assert_eq!("sarif".parse::<Format>().ok(), Some(Format::Sarif));
+        assert_eq!("JUnit".parse::<Format>().ok(), Some(Format::Junit));
+        let err = "xml"
+            .parse::<Format>()
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("\"xml\""), "{err}");
+        assert!(
+            err.contains("table, json, sarif, junit, github"),
+            "error lists the valid formats: {err}"
+        );
+        for f in Format::ALL {
+            assert_eq!(f.as_str().parse::<Format>().ok(), Some(f));
+            assert_eq!(
+                <Format as clap::ValueEnum>::from_str(f.as_str(), false).ok(),
+                Some(f)
+            );
+        }
+    }
+
+    #[test]
+    fn summary_wording() {
+        assert_eq!(summary_line(&[]), "no findings");
+    }
+
+    #[test]
+    fn paths() {
+        assert_eq!(normalize_path("./src/a.rs"), "src/a.rs");
+        assert_eq!(normalize_path(".//src\\b.rs"), "src/b.rs");
+        assert_eq!(normalize_path("/abs/c.rs"), "/abs/c.rs");
+    }
+}

@@ -1,0 +1,206 @@
+//! The default human-readable output: a table of findings, the skip notes, a summary line and the stats.
+
+use super::{Report, evidence_lines, normalize_path, note_line, stats_line, summary_line};
+use crate::finding::{Finding, Severity, Subject};
+use comfy_table::{Attribute, Cell, Color, ContentArrangement, Table, presets};
+use std::fmt::Write as _;
+use std::io::IsTerminal;
+
+/// Width used when stdout is not a terminal (files, pipes, tests), so that output is deterministic.
+pub const DEFAULT_WIDTH: u16 = 120;
+
+const RED: &str = "\x1b[31m";
+const YELLOW: &str = "\x1b[33m";
+const CYAN: &str = "\x1b[36m";
+const BOLD: &str = "\x1b[1m";
+const RESET: &str = "\x1b[0m";
+
+/// Renders the table (omitted when there are no findings), then notes, summary and stats.
+pub fn render(report: &Report<'_>) -> anyhow::Result<String> {
+    let width = if std::io::stdout().is_terminal() {
+        Table::new().width().unwrap_or(DEFAULT_WIDTH)
+    } else {
+        DEFAULT_WIDTH
+    };
+    render_with_width(report, width)
+}
+
+/// Like [`render`] with an explicit width; used by tests and by callers that know the width.
+pub fn render_with_width(report: &Report<'_>, width: u16) -> anyhow::Result<String> {
+    let mut out = String::new();
+    if !report.findings.is_empty() {
+        let table = findings_table(report.findings, report.color, width);
+        writeln!(out, "{table}")?;
+    }
+    for note in report.notes {
+        let line = note_line(note);
+        if report.color {
+            writeln!(out, "{YELLOW}{line}{RESET}")?;
+        } else {
+            writeln!(out, "{line}")?;
+        }
+    }
+    let summary = summary_line(report.findings);
+    if report.color {
+        writeln!(out, "{BOLD}{summary}{RESET}")?;
+    } else {
+        writeln!(out, "{summary}")?;
+    }
+    let stats = stats_line(report.stats);
+    if !stats.is_empty() {
+        writeln!(out, "{stats}")?;
+    }
+    Ok(out)
+}
+
+fn findings_table(findings: &[Finding], color: bool, width: u16) -> Table {
+    let mut table = Table::new();
+    table
+        .load_preset(presets::UTF8_FULL_CONDENSED)
+        .force_no_tty()
+        .set_content_arrangement(ContentArrangement::Dynamic)
+        .set_width(width.max(40));
+    if color {
+        table.enforce_styling();
+    }
+    table.set_header(
+        ["location", "code", "severity", "message"]
+            .into_iter()
+            .map(|h| {
+                let c = Cell::new(h);
+                if color {
+                    c.add_attribute(Attribute::Bold)
+                } else {
+                    c
+                }
+            }),
+    );
+    for f in findings {
+        let mut message = f.message.clone();
+        for line in evidence_lines(f) {
+            message.push_str("\n  ↳ ");
+            message.push_str(&line);
+        }
+        if !f.help.is_empty() {
+            message.push_str("\nhelp: ");
+            message.push_str(&f.help);
+        }
+        let mut severity = Cell::new(f.severity.as_str());
+        let mut code = Cell::new(&f.code);
+        if color {
+            let c = severity_color(f.severity);
+            severity = severity.fg(c);
+            code = code.fg(c);
+            if f.severity == Severity::Error {
+                severity = severity.add_attribute(Attribute::Bold);
+            }
+        }
+        table.add_row(vec![
+            Cell::new(location(&f.subject)),
+            code,
+            severity,
+            Cell::new(message),
+        ]);
+    }
+    table
+}
+
+/// `file:line:col` for source, the subject's label otherwise.
+pub fn location(subject: &Subject) -> String {
+    match subject {
+        Subject::Source(s) => format!("{}:{}:{}", normalize_path(&s.file), s.line, s.column),
+        other => other.label(),
+    }
+}
+
+fn severity_color(s: Severity) -> Color {
+    match s {
+        Severity::Error => Color::Red,
+        Severity::Warning => Color::Yellow,
+        Severity::Info => Color::Cyan,
+    }
+}
+
+/// The ANSI color escape for a severity, for callers printing their own colored lines.
+pub fn severity_ansi(s: Severity) -> &'static str {
+    match s {
+        Severity::Error => RED,
+        Severity::Warning => YELLOW,
+        Severity::Info => CYAN,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::finding::{Lens, Span};
+
+    fn finding(sev: Severity) -> Finding {
+        Finding {
+            code: "CA203".into(),
+            severity: sev,
+            lens: Lens::Scan,
+            message: "requeue after 5 s on the success path".into(),
+            subject: Subject::Source(Span {
+                file: "./src/reconcile.rs".into(),
+                line: 40,
+                column: 9,
+                end_line: 40,
+                end_column: 52,
+            }),
+            evidence: vec![],
+            help: "return Action::await_change()".into(),
+        }
+    }
+
+    #[test]
+    fn no_findings_omits_table() {
+        let r = Report {
+            command: "scan",
+            findings: &[],
+            notes: &[],
+            stats: &[("files scanned".into(), "3".into())],
+            color: false,
+        };
+        let out = render_with_width(&r, 120).expect("renders");
+        assert_eq!(out, "no findings\nfiles scanned: 3\n");
+    }
+
+    #[test]
+    fn color_only_when_asked() {
+        let fs = [finding(Severity::Warning)];
+        let mut r = Report {
+            command: "scan",
+            findings: &fs,
+            notes: &[],
+            stats: &[],
+            color: false,
+        };
+        let plain = render_with_width(&r, 120).expect("renders");
+        assert!(!plain.contains('\x1b'), "{plain}");
+        assert!(plain.contains("src/reconcile.rs:40:9"), "{plain}");
+        assert!(
+            plain.contains("help: return Action::await_change()"),
+            "{plain}"
+        );
+        r.color = true;
+        let colored = render_with_width(&r, 120).expect("renders");
+        assert!(colored.contains('\x1b'), "{colored}");
+    }
+
+    #[test]
+    fn narrow_width_is_respected() {
+        let fs = [finding(Severity::Error)];
+        let r = Report {
+            command: "scan",
+            findings: &fs,
+            notes: &[],
+            stats: &[],
+            color: false,
+        };
+        let out = render_with_width(&r, 60).expect("renders");
+        for line in out.lines() {
+            assert!(line.chars().count() <= 60, "too wide: {line:?}");
+        }
+    }
+}

@@ -1,0 +1,133 @@
+//! Small constant evaluation: durations and numbers written the ways controller authors write them.
+
+use quote::ToTokens;
+use std::collections::HashMap;
+use syn::{BinOp, Expr, Lit};
+
+/// Compact token text of a syntax node: `Utc::now()` rather than `Utc :: now ()`.
+pub fn compact(node: &impl ToTokens) -> String {
+    let mut s = node.to_token_stream().to_string();
+    s.retain(|c| c != ' ');
+    s
+}
+
+/// Evaluates a numeric expression made of literals, consts, casts and arithmetic.
+pub fn number(expr: &Expr, consts: &HashMap<String, f64>) -> Option<f64> {
+    match expr {
+        Expr::Lit(l) => match &l.lit {
+            Lit::Int(i) => i.base10_parse::<u64>().ok().map(|v| v as f64),
+            Lit::Float(f) => f.base10_parse::<f64>().ok(),
+            _ => None,
+        },
+        Expr::Paren(p) => number(&p.expr, consts),
+        Expr::Group(g) => number(&g.expr, consts),
+        Expr::Cast(c) => number(&c.expr, consts),
+        Expr::Path(p) => {
+            let name = p.path.segments.last()?.ident.to_string();
+            consts.get(&name).copied()
+        }
+        Expr::Binary(b) => {
+            let l = number(&b.left, consts)?;
+            let r = number(&b.right, consts)?;
+            match b.op {
+                BinOp::Add(_) => Some(l + r),
+                BinOp::Sub(_) => Some(l - r),
+                BinOp::Mul(_) => Some(l * r),
+                BinOp::Div(_) if r != 0.0 => Some(l / r),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// Evaluates a `Duration` expression to seconds: `Duration::from_secs(5)`, `from_millis(500)`,
+/// `Duration::new(1, 0)`, a const, `5 * 60` inside. `None` when computed at run time or jittered.
+pub fn duration_secs(
+    expr: &Expr,
+    consts: &HashMap<String, f64>,
+    locals: &dyn Fn(&str) -> Option<Expr>,
+) -> Option<f64> {
+    match expr {
+        Expr::Paren(p) => duration_secs(&p.expr, consts, locals),
+        Expr::Group(g) => duration_secs(&g.expr, consts, locals),
+        Expr::Reference(r) => duration_secs(&r.expr, consts, locals),
+        Expr::Path(p) if p.path.segments.len() == 1 => {
+            let name = p.path.segments[0].ident.to_string();
+            if let Some(v) = consts.get(&name) {
+                return Some(*v);
+            }
+            let init = locals(&name)?;
+            duration_secs(&init, consts, &|_| None)
+        }
+        Expr::Path(p) => {
+            let name = p.path.segments.last()?.ident.to_string();
+            match name.as_str() {
+                "ZERO" => Some(0.0),
+                "SECOND" => Some(1.0),
+                "MILLISECOND" => Some(0.001),
+                _ => consts.get(&name).copied(),
+            }
+        }
+        Expr::Call(c) => {
+            let Expr::Path(p) = &*c.func else {
+                return None;
+            };
+            let f = p.path.segments.last()?.ident.to_string();
+            let arg = |i: usize| c.args.iter().nth(i).and_then(|a| number(a, consts));
+            match f.as_str() {
+                "from_secs" | "from_secs_f64" | "from_secs_f32" => arg(0),
+                "from_millis" => arg(0).map(|v| v / 1e3),
+                "from_micros" => arg(0).map(|v| v / 1e6),
+                "from_nanos" => arg(0).map(|v| v / 1e9),
+                "from_mins" => arg(0).map(|v| v * 60.0),
+                "from_hours" => arg(0).map(|v| v * 3600.0),
+                "new" if compact(&p.path).ends_with("Duration::new") => {
+                    Some(arg(0)? + arg(1).unwrap_or(0.0) / 1e9)
+                }
+                // `Duration::seconds(5)` (chrono/time)
+                "seconds" => arg(0),
+                "minutes" => arg(0).map(|v| v * 60.0),
+                _ => None,
+            }
+        }
+        Expr::Binary(b) => {
+            // Duration * n, Duration + Duration
+            let l = duration_secs(&b.left, consts, locals);
+            let r = duration_secs(&b.right, consts, locals);
+            match (l, r, &b.op) {
+                (Some(l), Some(r), BinOp::Add(_)) => Some(l + r),
+                (Some(l), None, BinOp::Mul(_)) => Some(l * number(&b.right, consts)?),
+                (None, Some(r), BinOp::Mul(_)) => Some(r * number(&b.left, consts)?),
+                (Some(l), None, BinOp::Div(_)) => {
+                    let d = number(&b.right, consts)?;
+                    (d != 0.0).then(|| l / d)
+                }
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn secs(src: &str) -> Option<f64> {
+        let e: Expr = syn::parse_str(src).expect("expr");
+        let mut consts = HashMap::new();
+        consts.insert("REQUEUE_SECS".to_string(), 10.0);
+        duration_secs(&e, &consts, &|_| None)
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(secs("Duration::from_secs(5)"), Some(5.0));
+        assert_eq!(secs("std::time::Duration::from_secs(5 * 60)"), Some(300.0));
+        assert_eq!(secs("Duration::from_millis(500)"), Some(0.5));
+        assert_eq!(secs("Duration::from_secs(REQUEUE_SECS)"), Some(10.0));
+        assert_eq!(secs("Duration::from_secs(ctx.backoff())"), None);
+        assert_eq!(secs("Duration::from_secs(2) * 3"), Some(6.0));
+    }
+}

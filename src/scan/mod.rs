@@ -1,0 +1,458 @@
+//! scan: static analysis of Rust (kube-rs) controller source. Walks the paths, reads files in
+//! parallel, skips files that cannot matter with a literal prefilter, parses the rest with syn into
+//! per-file models, joins them per crate, and runs one detector per rule.
+
+pub mod baseline;
+pub mod crd_yaml;
+pub mod eval;
+pub mod extract;
+pub mod imports;
+pub mod model;
+pub mod rules;
+pub mod suppress;
+pub mod unit;
+
+use crate::config::Config;
+use crate::finding::{Finding, Severity, Span, sort_findings};
+use crate::report::Note;
+use aho_corasick::AhoCorasick;
+use rayon::prelude::*;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// What a scan is asked to do.
+#[derive(Debug, Clone)]
+pub struct ScanOptions {
+    pub paths: Vec<PathBuf>,
+    pub config: Config,
+    /// Rule code → severity override from `-D/-W/-A` (None = off).
+    pub overrides: BTreeMap<String, Option<Severity>>,
+    pub threads: Option<usize>,
+}
+
+/// What a scan found.
+#[derive(Debug, Default)]
+pub struct ScanResult {
+    pub findings: Vec<Finding>,
+    pub notes: Vec<Note>,
+    pub stats: ScanStats,
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct ScanStats {
+    pub files_seen: usize,
+    pub rust_files: usize,
+    pub lines: usize,
+    pub parsed: usize,
+    pub units: usize,
+    pub seconds: f64,
+}
+
+impl ScanStats {
+    pub fn as_pairs(&self) -> Vec<(String, String)> {
+        vec![
+            ("rust files".into(), self.rust_files.to_string()),
+            ("lines".into(), self.lines.to_string()),
+            ("parsed".into(), self.parsed.to_string()),
+            ("crates".into(), self.units.to_string()),
+            ("time".into(), format!("{:.2}s", self.seconds)),
+        ]
+    }
+}
+
+/// Errors that end a scan before it starts (exit code 2).
+#[derive(Debug, thiserror::Error)]
+pub enum ScanError {
+    #[error("path not found: {0}")]
+    MissingPath(String),
+    #[error("cannot start worker threads: {0}")]
+    Threads(String),
+}
+
+/// A literal that any file worth parsing contains (cheap test before paying for syn).
+const NEEDLES: &[&str] = &[
+    "kube", "k8s_openapi", "Controller", "Api", "Action", "reconcile", "watcher", "CustomResource",
+    "sleep", "fs::", "block_on", "lock()", "Command", "label", "counter!", "gauge!", "histogram!",
+    "KeyValue", "requeue", "blocking",
+];
+/// A crate none of whose files mention these has no kube-rs controller in it.
+const UNIT_NEEDLES: &[&str] = &["kube", "k8s_openapi"];
+
+/// Nesting deeper than this is reported instead of parsed (syn recurses per level).
+const MAX_NESTING: usize = 256;
+
+struct Walked {
+    rust: Vec<PathBuf>,
+    yaml: Vec<PathBuf>,
+    notes: Vec<Note>,
+    files_seen: usize,
+}
+
+fn display(p: &Path) -> String {
+    let s = p.to_string_lossy().replace('\\', "/");
+    s.strip_prefix("./").map(str::to_string).unwrap_or(s)
+}
+
+fn walk(paths: &[PathBuf]) -> Result<Walked, ScanError> {
+    let mut w = Walked {
+        rust: Vec::new(),
+        yaml: Vec::new(),
+        notes: Vec::new(),
+        files_seen: 0,
+    };
+    for p in paths {
+        if std::fs::symlink_metadata(p).is_err() {
+            return Err(ScanError::MissingPath(display(p)));
+        }
+    }
+    for root in paths {
+        let walker = ignore::WalkBuilder::new(root)
+            .follow_links(true)
+            .hidden(true)
+            .git_ignore(true)
+            .build();
+        for entry in walker {
+            match entry {
+                Ok(e) => {
+                    if !e.file_type().is_some_and(|t| t.is_file()) {
+                        continue;
+                    }
+                    w.files_seen += 1;
+                    let path = e.into_path();
+                    match path.extension().and_then(|x| x.to_str()) {
+                        Some("rs") => w.rust.push(path),
+                        Some("yaml" | "yml") => w.yaml.push(path),
+                        _ => {}
+                    }
+                }
+                Err(err) => w.notes.push(Note {
+                    subject: err_path(&err).unwrap_or_else(|| display(root)),
+                    message: format!("skipped: {}", err_text(&err)),
+                }),
+            }
+        }
+    }
+    w.rust.sort();
+    w.rust.dedup();
+    w.yaml.sort();
+    w.yaml.dedup();
+    Ok(w)
+}
+
+fn err_path(e: &ignore::Error) -> Option<String> {
+    match e {
+        ignore::Error::WithPath { path, .. } => Some(display(path)),
+        ignore::Error::WithDepth { err, .. } => err_path(err),
+        ignore::Error::Loop { child, .. } => Some(display(child)),
+        _ => None,
+    }
+}
+
+fn err_text(e: &ignore::Error) -> String {
+    match e {
+        ignore::Error::Loop { ancestor, .. } => format!("symlink loop back to {}", display(ancestor)),
+        ignore::Error::WithPath { err, .. } | ignore::Error::WithDepth { err, .. } => err_text(err),
+        other => other.to_string(),
+    }
+}
+
+/// The crate a file belongs to: the nearest directory above it with a Cargo.toml.
+fn unit_root(file: &Path, cache: &mut HashMap<PathBuf, PathBuf>, fallback: &Path) -> PathBuf {
+    let dir = file.parent().unwrap_or(Path::new(".")).to_path_buf();
+    if let Some(r) = cache.get(&dir) {
+        return r.clone();
+    }
+    let abs = std::fs::canonicalize(&dir).unwrap_or_else(|_| dir.clone());
+    let mut cur = Some(abs.as_path());
+    let mut found = None;
+    while let Some(d) = cur {
+        if d.join("Cargo.toml").is_file() {
+            found = Some(d.to_path_buf());
+            break;
+        }
+        cur = d.parent();
+    }
+    let root = found.unwrap_or_else(|| fallback.to_path_buf());
+    cache.insert(dir, root.clone());
+    root
+}
+
+/// How a single file ended up.
+enum FileOutcome {
+    Model(Box<model::FileModel>, Vec<suppress::Suppression>),
+    Finding(Finding),
+    Note(Note),
+    Skipped,
+}
+
+fn whole_file_span(file: &str, line: usize, column: usize) -> Span {
+    Span {
+        file: file.to_string(),
+        line,
+        column,
+        end_line: line,
+        end_column: column,
+    }
+}
+
+fn ca001(file: &str, line: usize, column: usize, message: String) -> Finding {
+    rules::finding(
+        "CA001",
+        whole_file_span(file, line, column),
+        message,
+        "fix the file or exclude it (.gitignore / an ignore file); the rest of the tree was scanned",
+    )
+}
+
+/// Deepest bracket nesting, ignoring string and char literals and comments only roughly:
+/// enough to keep syn's recursion in bounds.
+fn max_nesting(text: &str) -> usize {
+    let mut depth: usize = 0;
+    let mut max = 0;
+    for b in text.bytes() {
+        match b {
+            b'(' | b'[' | b'{' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
+}
+
+/// Reads, checks, parses and models one file. Never panics on bad input.
+fn process_file(path: &Path, config: &Config, needles: &AhoCorasick) -> FileOutcome {
+    let name = display(path);
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) => return FileOutcome::Finding(ca001(&name, 1, 1, format!("cannot read file: {e}"))),
+    };
+    if meta.len() == 0 {
+        return FileOutcome::Note(Note { subject: name, message: "skipped: empty file".into() });
+    }
+    if meta.len() > config.thresholds.max_file_bytes {
+        return FileOutcome::Finding(ca001(
+            &name,
+            1,
+            1,
+            format!(
+                "file is {} bytes, over the {}-byte limit (thresholds.max_file_bytes): not scanned",
+                meta.len(),
+                config.thresholds.max_file_bytes
+            ),
+        ));
+    }
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) => return FileOutcome::Finding(ca001(&name, 1, 1, format!("cannot read file: {e}"))),
+    };
+    if !needles.is_match(&bytes) {
+        return FileOutcome::Skipped;
+    }
+    if bytes.iter().take(8192).any(|b| *b == 0) {
+        return FileOutcome::Note(Note { subject: name, message: "skipped: binary file".into() });
+    }
+    let text = match String::from_utf8(bytes) {
+        Ok(t) => t,
+        Err(e) => {
+            let at = e.utf8_error().valid_up_to();
+            let valid = &e.as_bytes()[..at];
+            let line = valid.iter().filter(|b| **b == b'\n').count() + 1;
+            return FileOutcome::Finding(ca001(&name, line, 1, format!("file is not valid UTF-8 (byte {at}): not scanned")));
+        }
+    };
+    let depth = max_nesting(&text);
+    if depth > MAX_NESTING {
+        return FileOutcome::Finding(ca001(
+            &name,
+            1,
+            1,
+            format!("brackets nest {depth} deep, over the limit of {MAX_NESTING}: not parsed"),
+        ));
+    }
+    let parsed = syn::parse_file(&text);
+    let outcome = match parsed {
+        Err(e) => {
+            let s = e.span().start();
+            FileOutcome::Finding(ca001(&name, s.line.max(1), s.column + 1, format!("syn cannot parse this file: {e}")))
+        }
+        Ok(file) => {
+            let imports = imports::Imports::from_file(&file);
+            let mut m = extract::Extractor::new(&name, &imports, &config.aliases).run(&file);
+            extract::mark_namespaced_builders(&mut m, &file, &name);
+            FileOutcome::Model(Box::new(m), suppress::parse(&text))
+        }
+    };
+    // Spans were turned into line/column numbers: free this thread's copy of the source text.
+    proc_macro2::extra::invalidate_current_thread_spans();
+    outcome
+}
+
+/// Runs a scan.
+pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
+    let started = Instant::now();
+    let walked = walk(&opts.paths)?;
+    let config = &opts.config;
+    let needles = AhoCorasick::new(NEEDLES).unwrap_or_else(|_| unreachable_needles());
+    let unit_needles = AhoCorasick::new(UNIT_NEEDLES).unwrap_or_else(|_| unreachable_needles());
+    let fallback = opts.paths.first().cloned().unwrap_or_else(|| PathBuf::from("."));
+
+    // Group files by crate, and keep only crates that use kube at all.
+    let mut cache = HashMap::new();
+    let mut units: BTreeMap<PathBuf, (Vec<PathBuf>, Vec<PathBuf>)> = BTreeMap::new();
+    for p in &walked.rust {
+        units.entry(unit_root(p, &mut cache, &fallback)).or_default().0.push(p.clone());
+    }
+    for p in &walked.yaml {
+        let root = unit_root(p, &mut cache, &fallback);
+        if let Some(u) = units.get_mut(&root) {
+            u.1.push(p.clone());
+        }
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .stack_size(64 << 20)
+        .num_threads(opts.threads.unwrap_or(0))
+        .build();
+    let pool = pool.map_err(|e| ScanError::Threads(e.to_string()))?;
+    let lines = std::sync::atomic::AtomicUsize::new(0);
+    let relevant: Vec<(PathBuf, Vec<PathBuf>, Vec<PathBuf>)> = pool.install(|| {
+        units
+            .into_par_iter()
+            .filter_map(|(root, (rs, yaml))| {
+                // Every file is read (not `any`) so that the line count covers skipped crates too.
+                let hits = rs
+                    .iter()
+                    .filter(|p| {
+                        std::fs::read(p).is_ok_and(|b| {
+                            lines.fetch_add(bytecount_lines(&b), std::sync::atomic::Ordering::Relaxed);
+                            unit_needles.is_match(&b)
+                        })
+                    })
+                    .count();
+                (hits > 0).then_some((root, rs, yaml))
+            })
+            .collect()
+    });
+    let mut result = ScanResult {
+        notes: walked.notes,
+        ..Default::default()
+    };
+    result.stats.files_seen = walked.files_seen;
+    result.stats.rust_files = walked.rust.len();
+    result.stats.units = relevant.len();
+    let unit_results: Vec<(Vec<Finding>, Vec<Note>, usize)> = pool.install(|| {
+        relevant
+            .par_iter()
+            .map(|(_, rs, yaml)| {
+                let outcomes: Vec<(String, FileOutcome)> = rs
+                    .par_iter()
+                    .map(|p| (display(p), process_file(p, config, &needles)))
+                    .collect();
+                let mut models = Vec::new();
+                let mut sups = Vec::new();
+                let mut findings = Vec::new();
+                let mut notes = Vec::new();
+                for (name, o) in outcomes {
+                    match o {
+                        FileOutcome::Model(m, s) => {
+                            models.push(*m);
+                            sups.push((name, s));
+                        }
+                        FileOutcome::Finding(f) => findings.push(f),
+                        FileOutcome::Note(n) => notes.push(n),
+                        FileOutcome::Skipped => {}
+                    }
+                }
+                let mut yaml_kinds = HashMap::new();
+                for y in yaml {
+                    if let Ok(t) = std::fs::read_to_string(y)
+                        && t.contains("CustomResourceDefinition")
+                    {
+                        yaml_kinds.extend(crd_yaml::kinds(&t));
+                    }
+                }
+                let parsed = models.len();
+                let u = unit::Unit::new(models.iter().collect(), yaml_kinds, config);
+                findings.extend(rules::run_all(&u));
+                for (name, s) in &sups {
+                    let extra = suppress::apply(name, s, &mut findings);
+                    findings.extend(extra);
+                }
+                (findings, notes, parsed)
+            })
+            .collect()
+    });
+    for (f, n, parsed) in unit_results {
+        result.findings.extend(f);
+        result.notes.extend(n);
+        result.stats.parsed += parsed;
+    }
+    apply_levels(&mut result.findings, config, &opts.overrides);
+    sort_findings(&mut result.findings);
+    result.findings.dedup();
+    result.notes.sort_by(|a, b| a.subject.cmp(&b.subject).then(a.message.cmp(&b.message)));
+    result.stats.lines = lines.into_inner();
+    result.stats.seconds = started.elapsed().as_secs_f64();
+    Ok(result)
+}
+
+fn bytecount_lines(b: &[u8]) -> usize {
+    b.iter().filter(|c| **c == b'\n').count()
+}
+
+/// aho-corasick only fails to build on pathological patterns; ours are fixed literals.
+fn unreachable_needles() -> AhoCorasick {
+    AhoCorasick::new(["kube"]).unwrap_or_else(|_| std::process::abort())
+}
+
+/// Applies `[rules]` levels, then `-D/-W/-A` (which win).
+fn apply_levels(findings: &mut Vec<Finding>, config: &Config, overrides: &BTreeMap<String, Option<Severity>>) {
+    findings.retain_mut(|f| {
+        let mut sev = Some(f.severity);
+        if let Some(level) = config.rules.get(&f.code) {
+            sev = level.severity();
+        }
+        if let Some(o) = overrides.get(&f.code) {
+            sev = *o;
+        }
+        match sev {
+            Some(s) => {
+                f.severity = s;
+                true
+            }
+            None => false,
+        }
+    });
+}
+
+/// Scans a single in-memory source as if it were a file named `name` (docs, tests, fuzzing).
+pub fn scan_source(name: &str, text: &str, config: &Config) -> Vec<Finding> {
+    let depth = max_nesting(text);
+    if depth > MAX_NESTING {
+        return vec![ca001(name, 1, 1, format!("brackets nest {depth} deep, over the limit of {MAX_NESTING}: not parsed"))];
+    }
+    let mut findings = match syn::parse_file(text) {
+        Err(e) => {
+            let s = e.span().start();
+            vec![ca001(name, s.line.max(1), s.column + 1, format!("syn cannot parse this file: {e}"))]
+        }
+        Ok(file) => {
+            let imports = imports::Imports::from_file(&file);
+            let mut m = extract::Extractor::new(name, &imports, &config.aliases).run(&file);
+            extract::mark_namespaced_builders(&mut m, &file, name);
+            let u = unit::Unit::new(vec![&m], HashMap::new(), config);
+            let mut f = rules::run_all(&u);
+            let extra = suppress::apply(name, &suppress::parse(text), &mut f);
+            f.extend(extra);
+            f
+        }
+    };
+    proc_macro2::extra::invalidate_current_thread_spans();
+    apply_levels(&mut findings, config, &BTreeMap::new());
+    sort_findings(&mut findings);
+    findings.dedup();
+    findings
+}

@@ -1,0 +1,189 @@
+//! The per-file model: what the detectors need to know about one file, as plain data (no syntax
+//! tree), so that files are parsed in parallel and the crate-level pass only joins small summaries.
+
+use crate::finding::Span;
+
+/// What scan learned from one file.
+#[derive(Debug, Default, Clone)]
+pub struct FileModel {
+    pub path: String,
+    pub crds: Vec<CrdDecl>,
+    /// Struct name → field name → `K` of an `Api<K>` field (so `ctx.widgets.patch(..)` has a kind).
+    pub api_fields: Vec<(String, String)>,
+    /// `const NAME: Duration|u64 = …` evaluated to seconds.
+    pub consts: Vec<(String, f64)>,
+    pub fns: Vec<FnModel>,
+    pub controllers: Vec<ControllerModel>,
+    /// CA205 candidates: watcher streams consumed outside a Controller without a backoff.
+    pub unbacked_watchers: Vec<Site>,
+    /// CA402 candidates: unbounded label values.
+    pub metric_labels: Vec<Site>,
+    /// CA203 candidates: `loop { api read; sleep }`.
+    pub poll_loops: Vec<Site>,
+}
+
+/// A place plus the text the message names.
+#[derive(Debug, Clone)]
+pub struct Site {
+    pub span: Span,
+    pub what: String,
+    /// Name of the function the site is in.
+    pub in_fn: String,
+}
+
+/// A `#[derive(CustomResource)]` type.
+#[derive(Debug, Clone)]
+pub struct CrdDecl {
+    /// The kind (`#[kube(kind = "Widget")]`), which is the generated type's name.
+    pub kind: String,
+    pub has_status: bool,
+    pub span: Span,
+}
+
+/// One function or method.
+#[derive(Debug, Default, Clone)]
+pub struct FnModel {
+    pub name: String,
+    pub self_ty: Option<String>,
+    pub is_async: bool,
+    pub span: Span,
+    /// The `K` of a first parameter `Arc<K>`, `&K` or `K` when the function looks like a reconcile.
+    pub object_kind: Option<String>,
+    /// Returns `Action`, `Result<Action, _>` or `ReconcilerAction`.
+    pub returns_action: bool,
+    /// Has a `&E` parameter besides the object: the shape of an error_policy.
+    pub has_error_ref_param: bool,
+    /// Names of functions called (free fns, `Self::x`, `module::x`), for reachability.
+    pub calls: Vec<String>,
+    /// Names of methods called on `self`.
+    pub self_calls: Vec<String>,
+    pub api_calls: Vec<ApiCall>,
+    pub requeues: Vec<Requeue>,
+    /// Every value returned (tail and `return`) when each is a requeue; `None` entries mean "something else".
+    pub returns: Vec<Option<Requeue>>,
+    pub blocking: Vec<Site>,
+    pub volatile_writes: Vec<VolatileWrite>,
+    /// The function handles 409 Conflict somewhere (`code == 409`, `is_conflict()`, `"Conflict"`).
+    pub handles_conflict: bool,
+    /// The function clears `resource_version` (an unconditional update, no 409 possible).
+    pub clears_resource_version: bool,
+    /// `finalizer(&api, …)` calls: writes the kind's metadata.
+    pub uses_finalizer: bool,
+    /// Builds a Controller or watcher from `Api::namespaced(_, p)` where `p` is a parameter (CA401, one call away).
+    pub builds_namespaced_controller: Option<Site>,
+    /// Calls made inside a `for` loop over namespaces that also spawns (CA401, one call away).
+    pub tenant_loop_calls: Vec<(String, Span)>,
+    /// CA401 found within this function.
+    pub tenant_controllers: Vec<Site>,
+}
+
+/// A call of a kube `Api` method.
+#[derive(Debug, Clone)]
+pub struct ApiCall {
+    pub method: String,
+    pub span: Span,
+    /// The `K` of `Api<K>` when known.
+    pub kind: Option<String>,
+    /// The body of a patch/replace sets a top-level `status`.
+    pub body_has_status: bool,
+    /// Inside the body of a `for`/`while` loop and awaited there.
+    pub awaited_in_iteration: bool,
+    /// Inside `loop`/`while` (a retry shape) or a closure handed to a retry helper.
+    pub in_retry: bool,
+    /// The error is propagated with `?`, `unwrap()` or `expect()`.
+    pub propagated: bool,
+    /// Rendered receiver and method for messages: `api.patch`.
+    pub text: String,
+}
+
+impl ApiCall {
+    pub fn is_read(&self) -> bool {
+        matches!(
+            self.method.as_str(),
+            "get" | "get_opt" | "list" | "list_metadata" | "get_metadata" | "get_metadata_opt"
+        )
+    }
+    pub fn is_write(&self) -> bool {
+        WRITE_METHODS.contains(&self.method.as_str())
+    }
+    pub fn is_status_write(&self) -> bool {
+        matches!(self.method.as_str(), "patch_status" | "replace_status")
+    }
+}
+
+pub const WRITE_METHODS: &[&str] = &[
+    "create",
+    "replace",
+    "replace_status",
+    "patch",
+    "patch_status",
+    "patch_metadata",
+    "delete",
+    "delete_collection",
+    "commit",
+];
+
+pub const READ_METHODS: &[&str] = &[
+    "get",
+    "get_opt",
+    "list",
+    "list_metadata",
+    "get_metadata",
+    "get_metadata_opt",
+];
+
+/// `Action::requeue(d)` or `ReconcilerAction { requeue_after: Some(d) }`.
+#[derive(Debug, Clone)]
+pub struct Requeue {
+    pub span: Span,
+    /// Seconds when the duration is a constant; `None` when computed or jittered.
+    pub secs: Option<f64>,
+    /// Inside an `if`/`match` branch rather than unconditional.
+    pub conditional: bool,
+    pub text: String,
+}
+
+/// A volatile value (timestamp, nonce) that reaches the body of a write, unguarded.
+#[derive(Debug, Clone)]
+pub struct VolatileWrite {
+    /// Where the volatile value is produced.
+    pub span: Span,
+    /// The producing expression: `Utc::now()`.
+    pub source: String,
+    /// The write it reaches.
+    pub write: ApiCall,
+    /// The annotation or field key it is written under, when visible.
+    pub key: Option<String>,
+}
+
+/// A `Controller` built in a function, with what its builder chain says.
+#[derive(Debug, Clone)]
+pub struct ControllerModel {
+    pub span: Span,
+    pub in_fn: String,
+    /// The reconciled kind, when the `Api<K>` or turbofish says it.
+    pub kind: Option<String>,
+    pub has_predicate: bool,
+    pub config: ConcurrencyConfig,
+    pub run: Option<RunCall>,
+}
+
+#[derive(Debug, Clone)]
+pub struct RunCall {
+    pub span: Span,
+    pub reconcile: Option<String>,
+    pub error_policy: Option<String>,
+}
+
+/// What `.with_config(..)` sets, as far as scan can tell.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ConcurrencyConfig {
+    /// No `with_config` at all.
+    Absent,
+    /// A config without `.concurrency(n)`: the default 0.
+    Default,
+    /// `.concurrency(n)` with a constant.
+    Limit(u64),
+    /// Computed elsewhere: scan cannot judge.
+    Unknown,
+}

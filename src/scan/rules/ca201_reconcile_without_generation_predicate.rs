@@ -1,0 +1,77 @@
+//! CA201: a Controller whose main stream has no generation predicate, for a kind it also writes:
+//! every status, annotation or finalizer write comes back as a watch event and another reconcile.
+
+use super::{Ctx, finding};
+use crate::finding::{Evidence, Finding};
+use crate::scan::unit::NO_GENERATION;
+
+pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
+    for (fi, file) in cx.unit.files.iter().enumerate() {
+        for c in &file.controllers {
+            if c.has_predicate {
+                continue;
+            }
+            // The kind: from the Api, or from the reconcile the controller runs.
+            let reconcile_ids: Vec<_> = c
+                .run
+                .as_ref()
+                .and_then(|r| r.reconcile.as_ref())
+                .map(|n| cx.unit.resolve(n, fi))
+                .unwrap_or_default();
+            let kind = c.kind.clone().or_else(|| {
+                reconcile_ids
+                    .iter()
+                    .find_map(|id| cx.unit.func(*id).object_kind.clone())
+            });
+            let Some(kind) = kind else { continue };
+            if NO_GENERATION.contains(&kind.as_str()) {
+                continue;
+            }
+            // Does the crate write this kind (status, metadata, spec, finalizers)?
+            let write = cx.unit.all_fns().find_map(|id| {
+                let func = cx.unit.func(id);
+                let reached = cx.reach.contains_key(&id);
+                func.api_calls
+                    .iter()
+                    .find(|a| {
+                        a.is_write()
+                            && !matches!(a.method.as_str(), "create" | "delete" | "delete_collection")
+                            && a.kind.as_deref() == Some(kind.as_str())
+                            && (reached || func.object_kind.is_none())
+                    })
+                    .map(|a| (a.clone(), id))
+                    .or_else(|| {
+                        (func.uses_finalizer && reached && func.object_kind.as_deref() == Some(kind.as_str()))
+                            .then(|| None)
+                            .flatten()
+                    })
+            });
+            let finalizer = cx.unit.all_fns().any(|id| {
+                let f = cx.unit.func(id);
+                f.uses_finalizer && cx.reach.contains_key(&id)
+            });
+            if write.is_none() && !finalizer {
+                continue;
+            }
+            let what = match &write {
+                Some((a, _)) => format!("`{}`", a.text),
+                None => "the finalizer".to_string(),
+            };
+            let mut f = finding(
+                "CA201",
+                c.span.clone(),
+                format!(
+                    "Controller for `{kind}` has no generation predicate: {what} comes back as a watch event and triggers another reconcile"
+                ),
+                "filter the main stream: `Controller::for_stream(watcher(api, cfg).default_backoff().reflect(w).applied_objects().predicate_filter(predicates::generation), reader)` (with finalizers: `generation.combine(finalizers)`)",
+            );
+            if let Some((a, _)) = write {
+                f.evidence.push(Evidence::Related {
+                    span: a.span,
+                    note: "this write re-triggers the controller".into(),
+                });
+            }
+            out.push(f);
+        }
+    }
+}

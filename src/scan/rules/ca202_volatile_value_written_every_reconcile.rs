@@ -1,0 +1,36 @@
+//! CA202: a timestamp or nonce that flows, unguarded, into a write of the reconciled object.
+//! Each write is a new resourceVersion, a watch event and (without a predicate) another reconcile.
+
+use super::{Ctx, finding};
+use crate::finding::{Evidence, Finding};
+
+pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
+    for (&id, _) in cx.reach.iter() {
+        let func = cx.unit.func(id);
+        for v in &func.volatile_writes {
+            // A write to another kind than the reconciled one is not a loop on this object.
+            if let (Some(w), Some(o)) = (&v.write.kind, &func.object_kind)
+                && w != o
+                && cx.reach.get(&id).is_some_and(|p| p.len() == 1)
+            {
+                continue;
+            }
+            let under = v.key.as_deref().map(|k| format!(" as `{k}`")).unwrap_or_default();
+            let mut f = finding(
+                "CA202",
+                v.span.clone(),
+                format!(
+                    "`{}` is written{under} by `{}` on every reconcile{}: each write is a new resourceVersion and a watch event",
+                    v.source, v.write.text, cx.via(id)
+                ),
+                "write it only when something changed (compare with the current value, or set it when a condition flips); keep diagnostics in memory or in events",
+            );
+            f.evidence.push(Evidence::Related {
+                span: v.write.span.clone(),
+                note: format!("the `{}` that carries it", v.write.method),
+            });
+            f.evidence.extend(cx.call_path(id));
+            out.push(f);
+        }
+    }
+}

@@ -1,0 +1,58 @@
+//! CA203: a short constant requeue on the success path of reconcile (kube-rs has no periodic
+//! resync, so this is polling), and `loop { read; sleep }` around API reads.
+
+use super::{Ctx, finding, secs_text};
+use crate::finding::{Evidence, Finding, Severity};
+
+pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
+    let limit = cx.unit.config.thresholds.polling_requeue_secs;
+    for (&id, _) in cx.reach.iter() {
+        if cx.policies.contains(&id) {
+            continue;
+        }
+        for r in &cx.unit.func(id).requeues {
+            let Some(secs) = r.secs else { continue };
+            if secs >= limit {
+                continue;
+            }
+            let mut f = finding(
+                "CA203",
+                r.span.clone(),
+                format!(
+                    "reconcile requeues after {} on success{}: polling every object instead of waiting for changes",
+                    secs_text(secs),
+                    cx.via(id)
+                ),
+                format!(
+                    "return `Action::await_change()` and watch what you wait for (`.owns`/`.watches`); if drift correction is needed, requeue after {} or more",
+                    secs_text(limit)
+                ),
+            );
+            if r.conditional {
+                // A short wait on a "not ready yet" branch costs less than polling every object.
+                f.severity = Severity::Info;
+                f.message = format!(
+                    "reconcile requeues after {} on a branch{}: polls while waiting",
+                    secs_text(secs),
+                    cx.via(id)
+                );
+            }
+            f.evidence.push(Evidence::Value {
+                name: "requeue".into(),
+                value: secs,
+                unit: "s".into(),
+            });
+            out.push(f);
+        }
+    }
+    for file in &cx.unit.files {
+        for l in &file.poll_loops {
+            out.push(finding(
+                "CA203",
+                l.span.clone(),
+                format!("`{}` polls the API server with a sleep in a loop (in `{}`)", l.what, l.in_fn),
+                "watch instead of polling: a `watcher`/`reflector` Store, or a Controller with `.watches`",
+            ));
+        }
+    }
+}

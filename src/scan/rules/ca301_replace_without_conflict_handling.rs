@@ -1,0 +1,31 @@
+//! CA301: a `replace`/`replace_status`/`entry().commit()` (a PUT that carries resourceVersion)
+//! whose error is propagated with no 409 handling: concurrent writers turn into failed reconciles.
+
+use super::{Ctx, finding};
+use crate::finding::Finding;
+
+pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
+    for id in cx.unit.all_fns() {
+        let func = cx.unit.func(id);
+        if func.handles_conflict || func.clears_resource_version {
+            continue;
+        }
+        for call in &func.api_calls {
+            if !matches!(call.method.as_str(), "replace" | "replace_status" | "commit") {
+                continue;
+            }
+            if !call.propagated || call.in_retry {
+                continue;
+            }
+            out.push(finding(
+                "CA301",
+                call.span.clone(),
+                format!(
+                    "`{}` sends a stale resourceVersion when another writer got there first, and the 409 Conflict is propagated",
+                    call.text
+                ),
+                "use a merge patch or server-side apply (`patch_status` with `Patch::Merge`/`Patch::Apply`), or retry on 409 with a fresh get",
+            ));
+        }
+    }
+}

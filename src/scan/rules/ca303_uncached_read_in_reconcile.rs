@@ -1,0 +1,38 @@
+//! CA303: an API get/list reachable from reconcile. Each reconcile pays a round trip (a LIST is
+//! the most expensive request the API server serves) for data a reflector Store already has.
+
+use super::{Ctx, finding};
+use crate::finding::{Finding, Severity};
+
+pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
+    for (&id, _) in cx.reach.iter() {
+        let func = cx.unit.func(id);
+        for call in &func.api_calls {
+            if !call.is_read() {
+                continue;
+            }
+            // A re-read inside a conflict retry loop is how conflicts are handled, not a cache miss.
+            if call.in_retry && func.handles_conflict {
+                continue;
+            }
+            let kind = call.kind.as_deref().map(|k| format!(" of `{k}`")).unwrap_or_default();
+            let is_list = call.method.starts_with("list");
+            let mut f = finding(
+                "CA303",
+                call.span.clone(),
+                format!(
+                    "`{}`{kind} is an uncached {} on every reconcile{}",
+                    call.text,
+                    if is_list { "LIST" } else { "GET" },
+                    cx.via(id)
+                ),
+                "read from a reflector `Store` filled at start-up (`reflector(writer, watcher(api, cfg))`, then `store.get(&ObjectRef)`/`state()`), or `.owns`/`.watches` the kind",
+            );
+            if !is_list {
+                f.severity = Severity::Info;
+            }
+            f.evidence = cx.call_path(id);
+            out.push(f);
+        }
+    }
+}

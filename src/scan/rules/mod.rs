@@ -1,0 +1,100 @@
+//! One file per rule detector. Each takes the joined crate ([`Ctx`]) and pushes its findings.
+
+use super::unit::{FnId, Unit};
+use crate::finding::{Evidence, Finding, Lens, Severity, Span};
+use std::collections::{BTreeMap, HashSet};
+
+pub mod ca101_status_written_through_main_resource;
+pub mod ca201_reconcile_without_generation_predicate;
+pub mod ca202_volatile_value_written_every_reconcile;
+pub mod ca203_polling_requeue;
+pub mod ca204_error_requeue_without_backoff;
+pub mod ca205_watcher_without_backoff;
+pub mod ca301_replace_without_conflict_handling;
+pub mod ca302_unbounded_reconcile_concurrency;
+pub mod ca303_uncached_read_in_reconcile;
+pub mod ca304_sequential_writes_in_loop;
+pub mod ca305_blocking_call_in_async_reconcile;
+pub mod ca401_controller_per_tenant;
+pub mod ca402_unbounded_metric_label;
+
+/// What every detector sees: the unit and the reachability computed once for all of them.
+#[derive(Debug)]
+pub struct Ctx<'u> {
+    pub unit: &'u Unit<'u>,
+    /// Functions reachable from a reconcile, with the call path.
+    pub reach: BTreeMap<FnId, Vec<String>>,
+    pub policies: HashSet<FnId>,
+}
+
+impl<'u> Ctx<'u> {
+    pub fn new(unit: &'u Unit<'u>) -> Self {
+        Self {
+            reach: unit.reachable_from_reconcile(),
+            policies: unit.error_policies(),
+            unit,
+        }
+    }
+
+    /// Evidence naming the call path from reconcile when the site is not in reconcile itself.
+    pub fn call_path(&self, id: FnId) -> Vec<Evidence> {
+        match self.reach.get(&id) {
+            Some(p) if p.len() > 1 => vec![Evidence::CallPath {
+                functions: p.clone(),
+            }],
+            _ => Vec::new(),
+        }
+    }
+
+    pub fn via(&self, id: FnId) -> String {
+        match self.reach.get(&id) {
+            Some(p) if p.len() > 1 => format!(" (via {})", p.join(" → ")),
+            _ => String::new(),
+        }
+    }
+}
+
+/// Runs every scan detector over a unit.
+pub fn run_all(unit: &Unit<'_>) -> Vec<Finding> {
+    let cx = Ctx::new(unit);
+    let mut out = Vec::new();
+    ca101_status_written_through_main_resource::check(&cx, &mut out);
+    ca201_reconcile_without_generation_predicate::check(&cx, &mut out);
+    ca202_volatile_value_written_every_reconcile::check(&cx, &mut out);
+    ca203_polling_requeue::check(&cx, &mut out);
+    ca204_error_requeue_without_backoff::check(&cx, &mut out);
+    ca205_watcher_without_backoff::check(&cx, &mut out);
+    ca301_replace_without_conflict_handling::check(&cx, &mut out);
+    ca302_unbounded_reconcile_concurrency::check(&cx, &mut out);
+    ca303_uncached_read_in_reconcile::check(&cx, &mut out);
+    ca304_sequential_writes_in_loop::check(&cx, &mut out);
+    ca305_blocking_call_in_async_reconcile::check(&cx, &mut out);
+    ca401_controller_per_tenant::check(&cx, &mut out);
+    ca402_unbounded_metric_label::check(&cx, &mut out);
+    out
+}
+
+/// A scan finding at `span` with the rule's default severity.
+pub fn finding(code: &str, span: Span, message: String, help: impl Into<String>) -> Finding {
+    let severity = crate::rules::find(code).map_or(Severity::Warning, |r| r.default_severity);
+    Finding {
+        code: code.to_string(),
+        severity,
+        lens: Lens::Scan,
+        message,
+        subject: crate::finding::Subject::Source(span),
+        evidence: Vec::new(),
+        help: help.into(),
+    }
+}
+
+/// Formats seconds the way people write them: `5s`, `500ms`, `2m`.
+pub fn secs_text(s: f64) -> String {
+    if s < 1.0 {
+        format!("{}ms", (s * 1000.0).round())
+    } else if s >= 60.0 && (s % 60.0) == 0.0 {
+        format!("{}m", s / 60.0)
+    } else {
+        format!("{s}s")
+    }
+}

@@ -1,0 +1,111 @@
+//! Suppression comments `// ctrlaudit: allow(CA202, CA203) reason: …`, read from the text because
+//! syn drops ordinary comments. A suppression covers its own line and the line below it.
+
+use crate::finding::{Finding, Span, Subject};
+
+/// One allow comment.
+#[derive(Debug, Clone)]
+pub struct Suppression {
+    pub line: usize,
+    pub column: usize,
+    pub codes: Vec<String>,
+    pub has_reason: bool,
+    pub end_column: usize,
+}
+
+const MARK: &str = "ctrlaudit: allow(";
+
+/// Finds the allow comments of a file.
+pub fn parse(text: &str) -> Vec<Suppression> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let Some(c) = line.find("//") else { continue };
+        let comment = &line[c..];
+        let Some(m) = comment.find(MARK) else { continue };
+        let rest = &comment[m + MARK.len()..];
+        let Some(close) = rest.find(')') else { continue };
+        let codes: Vec<String> = rest[..close]
+            .split(',')
+            .map(|s| s.trim().to_ascii_uppercase())
+            .filter(|s| !s.is_empty())
+            .collect();
+        let after = rest[close + 1..].trim_start();
+        let reason = after
+            .strip_prefix("reason:")
+            .map(|r| r.split("//~").next().unwrap_or("").trim())
+            .unwrap_or("");
+        out.push(Suppression {
+            line: i + 1,
+            column: line[..c].chars().count() + 1,
+            codes,
+            has_reason: !reason.is_empty(),
+            end_column: line.chars().count() + 1,
+        });
+    }
+    out
+}
+
+/// Removes suppressed findings of one file and returns the CA002 findings for allow comments that
+/// matched nothing or lack a reason.
+pub fn apply(file: &str, sups: &[Suppression], findings: &mut Vec<Finding>) -> Vec<Finding> {
+    let mut used = vec![false; sups.len()];
+    findings.retain(|f| {
+        let Subject::Source(s) = &f.subject else {
+            return true;
+        };
+        if s.file != file || f.code == "CA002" {
+            return true;
+        }
+        for (i, sup) in sups.iter().enumerate() {
+            let covers = s.line == sup.line || s.line == sup.line + 1;
+            if covers && sup.has_reason && sup.codes.iter().any(|c| *c == f.code) {
+                used[i] = true;
+                return false;
+            }
+        }
+        true
+    });
+    let mut out = Vec::new();
+    for (sup, used) in sups.iter().zip(used) {
+        let span = Span {
+            file: file.to_string(),
+            line: sup.line,
+            column: sup.column,
+            end_line: sup.line,
+            end_column: sup.end_column,
+        };
+        let codes = sup.codes.join(", ");
+        let unknown: Vec<&String> = sup.codes.iter().filter(|c| crate::rules::find(c).is_none()).collect();
+        let message = if !sup.has_reason {
+            format!("`allow({codes})` has no reason: it suppresses nothing until it says why")
+        } else if !unknown.is_empty() {
+            format!("`allow({codes})` names an unknown rule")
+        } else if !used {
+            format!("`allow({codes})` matches no finding on this line or the next")
+        } else {
+            continue;
+        };
+        out.push(super::rules::finding(
+            "CA002",
+            span,
+            message,
+            "write `// ctrlaudit: allow(CODE) reason: why` on the finding's line or the line above, or remove it",
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_codes_and_reason() {
+        let s = parse("let x = 1; // ctrlaudit: allow(ca203, CA202) reason: on purpose\n// ctrlaudit: allow(CA204)\n");
+        assert_eq!(s.len(), 2);
+        assert_eq!(s[0].codes, vec!["CA203", "CA202"]);
+        assert!(s[0].has_reason);
+        assert!(!s[1].has_reason);
+        assert_eq!(s[1].line, 2);
+    }
+}

@@ -1,0 +1,198 @@
+//! The crate-level join: files of one crate (a unit) seen together, so that a reconcile in one
+//! file, the CRD type in another and a helper in a third are judged as one controller.
+
+use super::model::{FileModel, FnModel};
+use crate::config::Config;
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+
+/// Built-in kinds whose API has a status subresource (status written through the main resource is dropped).
+pub const BUILTIN_WITH_STATUS: &[&str] = &[
+    "Deployment",
+    "StatefulSet",
+    "DaemonSet",
+    "ReplicaSet",
+    "Pod",
+    "Job",
+    "CronJob",
+    "Service",
+    "Node",
+    "Namespace",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "HorizontalPodAutoscaler",
+    "Ingress",
+    "PodDisruptionBudget",
+    "CertificateSigningRequest",
+    "CustomResourceDefinition",
+    "APIService",
+    "ResourceQuota",
+    "ReplicationController",
+    "NetworkPolicy",
+];
+
+/// Kinds without `metadata.generation`: a generation predicate filters nothing there.
+pub const NO_GENERATION: &[&str] = &[
+    "ConfigMap",
+    "Secret",
+    "ServiceAccount",
+    "Endpoints",
+    "Event",
+    "Lease",
+    "Namespace",
+    "Node",
+    "Pod",
+];
+
+/// A function in the unit: (file index, function index).
+pub type FnId = (usize, usize);
+
+/// One crate's file models, joined.
+#[derive(Debug)]
+pub struct Unit<'m> {
+    pub files: Vec<&'m FileModel>,
+    /// Kinds declared by CRD YAML in the unit, with whether they have the status subresource.
+    pub yaml_kinds: HashMap<String, bool>,
+    pub config: &'m Config,
+    by_name: HashMap<&'m str, Vec<FnId>>,
+    consts: HashMap<String, f64>,
+}
+
+impl<'m> Unit<'m> {
+    pub fn new(files: Vec<&'m FileModel>, yaml_kinds: HashMap<String, bool>, config: &'m Config) -> Self {
+        let mut by_name: HashMap<&str, Vec<FnId>> = HashMap::new();
+        let mut consts = HashMap::new();
+        for (fi, f) in files.iter().enumerate() {
+            for (ni, func) in f.fns.iter().enumerate() {
+                by_name.entry(func.name.as_str()).or_default().push((fi, ni));
+            }
+            for (k, v) in &f.consts {
+                consts.insert(k.clone(), *v);
+            }
+        }
+        Self {
+            files,
+            yaml_kinds,
+            config,
+            by_name,
+            consts,
+        }
+    }
+
+    pub fn func(&self, id: FnId) -> &'m FnModel {
+        &self.files[id.0].fns[id.1]
+    }
+
+    pub fn consts(&self) -> &HashMap<String, f64> {
+        &self.consts
+    }
+
+    /// Resolves a called name from a file: same file first, then unique in the unit.
+    pub fn resolve(&self, name: &str, from_file: usize) -> Vec<FnId> {
+        let Some(all) = self.by_name.get(name) else {
+            return Vec::new();
+        };
+        let local: Vec<FnId> = all.iter().copied().filter(|(f, _)| *f == from_file).collect();
+        if !local.is_empty() {
+            return local;
+        }
+        if all.len() == 1 { all.clone() } else { Vec::new() }
+    }
+
+    /// Does `kind` have the status subresource? `None` when the unit does not say.
+    pub fn kind_has_status(&self, kind: &str, from_file: usize) -> Option<bool> {
+        if let Some(c) = self.files[from_file].crds.iter().find(|c| c.kind == kind) {
+            return Some(c.has_status);
+        }
+        let all: Vec<bool> = self
+            .files
+            .iter()
+            .flat_map(|f| f.crds.iter())
+            .filter(|c| c.kind == kind)
+            .map(|c| c.has_status)
+            .collect();
+        if !all.is_empty() {
+            // Two declarations that disagree: say nothing rather than guess.
+            return if all.iter().all(|b| *b == all[0]) { Some(all[0]) } else { None };
+        }
+        if let Some(s) = self.yaml_kinds.get(kind) {
+            return Some(*s);
+        }
+        BUILTIN_WITH_STATUS.contains(&kind).then_some(true)
+    }
+
+    /// Functions handed to `Controller::run` as reconcile, plus reconcile-shaped async functions.
+    pub fn reconcile_roots(&self) -> Vec<FnId> {
+        let mut roots = BTreeMap::new();
+        let policies = self.error_policies();
+        for (fi, f) in self.files.iter().enumerate() {
+            for c in &f.controllers {
+                if let Some(name) = c.run.as_ref().and_then(|r| r.reconcile.as_ref()) {
+                    for id in self.resolve(name, fi) {
+                        roots.insert(id, ());
+                    }
+                }
+            }
+            for (ni, func) in f.fns.iter().enumerate() {
+                let id = (fi, ni);
+                if func.is_async && func.returns_action && func.object_kind.is_some() && !policies.contains(&id) {
+                    roots.insert(id, ());
+                }
+            }
+        }
+        roots.into_keys().collect()
+    }
+
+    /// Functions handed to `Controller::run` as error_policy, plus error_policy-shaped functions.
+    pub fn error_policies(&self) -> HashSet<FnId> {
+        let mut out = HashSet::new();
+        for (fi, f) in self.files.iter().enumerate() {
+            for c in &f.controllers {
+                if let Some(name) = c.run.as_ref().and_then(|r| r.error_policy.as_ref()) {
+                    out.extend(self.resolve(name, fi));
+                }
+            }
+            for (ni, func) in f.fns.iter().enumerate() {
+                if !func.is_async && func.returns_action && func.has_error_ref_param {
+                    out.insert((fi, ni));
+                }
+            }
+        }
+        out
+    }
+
+    /// Every function reachable from a reconcile root, with the call path that reaches it.
+    pub fn reachable_from_reconcile(&self) -> BTreeMap<FnId, Vec<String>> {
+        let mut seen: BTreeMap<FnId, Vec<String>> = BTreeMap::new();
+        let mut queue = VecDeque::new();
+        for r in self.reconcile_roots() {
+            seen.insert(r, vec![self.func(r).name.clone()]);
+            queue.push_back(r);
+        }
+        while let Some(id) = queue.pop_front() {
+            let f = self.func(id);
+            let path = seen.get(&id).cloned().unwrap_or_default();
+            let callees = f.calls.iter().chain(f.self_calls.iter());
+            for name in callees {
+                for callee in self.resolve(name, id.0) {
+                    // Cleanup runs once per deletion, not on every reconcile.
+                    if self.func(callee).name.contains("cleanup") || seen.contains_key(&callee) {
+                        continue;
+                    }
+                    let mut p = path.clone();
+                    p.push(self.func(callee).name.clone());
+                    seen.insert(callee, p);
+                    queue.push_back(callee);
+                }
+            }
+        }
+        seen
+    }
+
+    /// Every function id of the unit.
+    pub fn all_fns(&self) -> impl Iterator<Item = FnId> + '_ {
+        self.files
+            .iter()
+            .enumerate()
+            .flat_map(|(fi, f)| (0..f.fns.len()).map(move |ni| (fi, ni)))
+    }
+}

@@ -1,0 +1,11 @@
+# shellcheck shell=sh
+# Pinned control-plane versions, sourced by the testenv scripts.
+# The Kubernetes minor matches the k8s-openapi feature in Cargo.toml (v1_34); etcd is the version that
+# Kubernetes release pins in its go.mod (go.etcd.io/etcd/server/v3). Change them with update-modules.sh.
+KUBE_VERSION=v1.34.12
+ETCD_VERSION=v3.6.4
+
+# Where built binaries live: outside the checkout, keyed by component and version.
+TESTENV_CACHE=${CTRLAUDIT_TESTENV_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kubectl-ctrlaudit/testenv}
+KUBE_APISERVER_BIN=$TESTENV_CACHE/kube-apiserver-$KUBE_VERSION/kube-apiserver
+ETCD_BIN=$TESTENV_CACHE/etcd-$ETCD_VERSION/etcd

@@ -1,0 +1,622 @@
+//! Every output format over one fixed set of findings (a source span, an object, a controller; each severity):
+//! deterministic output, escaping, JUnit well-formedness, and SARIF validity against the official 2.1.0 schema.
+
+use ctrlaudit::finding::{Evidence, Finding, Lens, Severity, Span, Subject, sort_findings};
+use ctrlaudit::report::{Format, Note, Report, render};
+use ctrlaudit::rules::{RULES, REPOSITORY_URL};
+use serde_json::Value;
+
+const TRICKY: &str = r#"annotation "example.com/last-sync" set to <now> & 100%, every: reconcile"#;
+
+fn source_finding() -> Finding {
+    Finding {
+        code: "CA202".into(),
+        severity: Severity::Error,
+        lens: Lens::Scan,
+        message: TRICKY.into(),
+        subject: Subject::Source(Span {
+            file: "./src/controller/reconcile.rs".into(),
+            line: 12,
+            column: 5,
+            end_line: 12,
+            end_column: 40,
+        }),
+        evidence: vec![
+            Evidence::Related {
+                span: Span {
+                    file: "src/main.rs".into(),
+                    line: 80,
+                    column: 5,
+                    end_line: 82,
+                    end_column: 18,
+                },
+                note: "the Controller that watches the object it writes".into(),
+            },
+            Evidence::CallPath {
+                functions: vec!["reconcile".into(), "stamp".into()],
+            },
+        ],
+        help: "write the timestamp to status only when something changed".into(),
+    }
+}
+
+fn object_finding() -> Finding {
+    Finding {
+        code: "CA102".into(),
+        severity: Severity::Warning,
+        lens: Lens::Live,
+        message: "generation 7 ahead of status.observedGeneration 5 for 300 s".into(),
+        subject: Subject::Object {
+            group: "example.com".into(),
+            kind: "Widget".into(),
+            namespace: Some("default".into()),
+            name: "w1".into(),
+        },
+        evidence: vec![Evidence::Value {
+            name: "lag".into(),
+            value: 300.0,
+            unit: "s".into(),
+        }],
+        help: "update status.observedGeneration when the spec has been handled".into(),
+    }
+}
+
+fn controller_finding() -> Finding {
+    Finding {
+        code: "CA403".into(),
+        severity: Severity::Info,
+        lens: Lens::Live,
+        message: "21.5 writes/s, 90% of the measured ceiling".into(),
+        subject: Subject::Controller {
+            manager: Some("widget-controller".into()),
+            user: Some("system:serviceaccount:ops:widget".into()),
+            user_agent: None,
+        },
+        evidence: vec![Evidence::Sample {
+            metric: "apiserver_request_total".into(),
+            labels: vec![("verb".into(), "PATCH".into())],
+            value: 1234.0,
+            timestamp_ms: 1_700_000_000_000,
+        }],
+        help: "batch writes or skip writes that change nothing".into(),
+    }
+}
+
+fn findings() -> Vec<Finding> {
+    let mut v = vec![controller_finding(), object_finding(), source_finding()];
+    sort_findings(&mut v);
+    v
+}
+
+fn notes() -> Vec<Note> {
+    vec![Note {
+        subject: "src/gen/huge.rs".into(),
+        message: "larger than 2 MiB".into(),
+    }]
+}
+
+fn stats() -> Vec<(String, String)> {
+    vec![
+        ("files scanned".into(), "42".into()),
+        ("files parsed".into(), "7".into()),
+        ("duration".into(), "0.12s".into()),
+    ]
+}
+
+fn render_all(format: Format, command: &str, findings: &[Finding], notes: &[Note]) -> String {
+    let stats = stats();
+    let report = Report {
+        command,
+        findings,
+        notes,
+        stats: &stats,
+        color: false,
+    };
+    let first = render(format, &report).expect("renders");
+    let second = render(format, &report).expect("renders");
+    assert_eq!(first, second, "{format} output is deterministic");
+    first
+}
+
+fn parse_json(s: &str) -> Value {
+    serde_json::from_str(s).expect("valid json")
+}
+
+// ---------------------------------------------------------------- table
+
+#[test]
+fn table_lists_findings_notes_summary_and_stats() {
+    let out = render_all(Format::Table, "scan", &findings(), &notes());
+    for want in [
+        "location",
+        "severity",
+        "src/controller/reconcile.rs:12:5",
+        "CA202",
+        "Widget.example.com default/w1",
+        "manager=widget-controller",
+        "help: write the timestamp to status only when something changed",
+        "src/main.rs:80:5: the Controller that watches the object it writes",
+        "skipped: src/gen/huge.rs — larger than 2 MiB",
+        "3 findings (1 error, 1 warning, 1 info)",
+        "files scanned: 42, files parsed: 7, duration: 0.12s",
+    ] {
+        assert!(out.contains(want), "missing {want:?} in:\n{out}");
+    }
+    assert!(!out.contains('\x1b'), "no color unless asked:\n{out}");
+    for line in out.lines() {
+        assert!(line.chars().count() <= 120, "wider than 120: {line:?}");
+    }
+    // The summary comes after the table and the notes.
+    let table_end = out.rfind('└').expect("table border");
+    let note = out.find("skipped:").expect("note");
+    let summary = out.find("3 findings").expect("summary");
+    assert!(table_end < note && note < summary, "{out}");
+}
+
+#[test]
+fn table_without_findings() {
+    let out = render_all(Format::Table, "scan", &[], &[]);
+    assert_eq!(
+        out,
+        "no findings\nfiles scanned: 42, files parsed: 7, duration: 0.12s\n"
+    );
+}
+
+#[test]
+fn table_colors_by_severity_when_asked() {
+    let fs = findings();
+    let report = Report {
+        command: "scan",
+        findings: &fs,
+        notes: &[],
+        stats: &[],
+        color: true,
+    };
+    let out = render(Format::Table, &report).expect("renders");
+    assert!(out.contains('\x1b'), "{out}");
+}
+
+// ---------------------------------------------------------------- json
+
+#[test]
+fn json_document() {
+    let out = render_all(Format::Json, "scan", &findings(), &notes());
+    let v = parse_json(&out);
+    assert_eq!(v["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(v["command"], "scan");
+    let fs = v["findings"].as_array().expect("findings array");
+    assert_eq!(fs.len(), 3);
+    // The order given (sorted by subject) is kept.
+    assert_eq!(fs[0]["code"], "CA202");
+    assert_eq!(fs[0]["subject"]["type"], "source");
+    assert_eq!(fs[0]["subject"]["line"], 12);
+    assert_eq!(fs[0]["message"], TRICKY);
+    assert_eq!(fs[1]["subject"]["type"], "object");
+    assert_eq!(fs[2]["subject"]["type"], "controller");
+    assert_eq!(fs[2]["severity"], "info");
+    assert_eq!(v["notes"][0]["subject"], "src/gen/huge.rs");
+    assert_eq!(
+        v["summary"],
+        serde_json::json!({"error": 1, "warning": 1, "info": 1})
+    );
+    assert_eq!(v["stats"]["files scanned"], "42");
+    // Stats keep the caller's order.
+    let scanned = out.find("\"files scanned\"").expect("stat");
+    let duration = out.find("\"duration\"").expect("stat");
+    assert!(scanned < duration);
+    // Findings round-trip.
+    let back: Vec<Finding> = serde_json::from_value(v["findings"].clone()).expect("findings parse");
+    assert_eq!(back, findings());
+    assert!(out.ends_with("}\n"));
+}
+
+// ---------------------------------------------------------------- sarif
+
+fn sarif_validator() -> jsonschema::Validator {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fixtures/sarif/sarif-schema-2.1.0.json"
+    );
+    let text = std::fs::read_to_string(path).expect("read the SARIF schema");
+    let schema: Value = serde_json::from_str(&text).expect("schema is json");
+    jsonschema::options()
+        .should_validate_formats(true)
+        .build(&schema)
+        .expect("the SARIF 2.1.0 schema compiles offline")
+}
+
+fn assert_valid_sarif(out: &str) -> Value {
+    let instance = parse_json(out);
+    let validator = sarif_validator();
+    let errors: Vec<String> = validator
+        .iter_errors(&instance)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "SARIF does not validate against the 2.1.0 schema:\n{}\n\n{out}",
+        errors.join("\n")
+    );
+    instance
+}
+
+#[test]
+fn sarif_validates_against_the_official_schema() {
+    for command in ["scan", "live"] {
+        let out = render_all(Format::Sarif, command, &findings(), &notes());
+        assert_valid_sarif(&out);
+        let empty = render_all(Format::Sarif, command, &[], &[]);
+        assert_valid_sarif(&empty);
+    }
+}
+
+#[test]
+fn the_schema_catches_mistakes() {
+    // Guard against a validator that accepts anything.
+    let out = render_all(Format::Sarif, "scan", &findings(), &[]);
+    let mut v = parse_json(&out);
+    v["runs"][0]["results"][0]["level"] = Value::String("fatal".into());
+    v["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["region"]["startLine"] =
+        Value::from(0);
+    let validator = sarif_validator();
+    assert!(validator.iter_errors(&v).count() >= 2);
+}
+
+#[test]
+fn sarif_tool_and_rules() {
+    let v = assert_valid_sarif(&render_all(Format::Sarif, "scan", &findings(), &notes()));
+    assert_eq!(v["$schema"], "https://json.schemastore.org/sarif-2.1.0.json");
+    assert_eq!(v["version"], "2.1.0");
+    let runs = v["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 1);
+    let driver = &runs[0]["tool"]["driver"];
+    assert_eq!(driver["name"], "kubectl-ctrlaudit");
+    assert_eq!(driver["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(driver["informationUri"], REPOSITORY_URL);
+    let rules = driver["rules"].as_array().expect("rules");
+    assert_eq!(rules.len(), RULES.len(), "every rule of the registry");
+    for (r, rule) in rules.iter().zip(RULES) {
+        assert_eq!(r["id"], rule.code);
+        assert_eq!(r["name"], rule.name);
+        assert_eq!(r["shortDescription"]["text"], rule.summary);
+        assert!(r["fullDescription"]["text"].as_str().is_some());
+        assert!(r["help"]["text"].as_str().is_some_and(|t| !t.is_empty()));
+        if !rule.doc().trim().is_empty() {
+            assert_eq!(r["help"]["markdown"], rule.doc().trim());
+        }
+        assert_eq!(r["helpUri"], rule.help_uri());
+        let level = match rule.default_severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Info => "note",
+        };
+        assert_eq!(r["defaultConfiguration"]["level"], level);
+        let tags: Vec<&str> = rule.lenses.iter().map(|l| l.as_str()).collect();
+        assert_eq!(r["properties"]["tags"], serde_json::json!(tags));
+    }
+    let inv = &runs[0]["invocations"][0];
+    assert_eq!(inv["executionSuccessful"], true);
+    assert_eq!(inv["toolExecutionNotifications"][0]["level"], "note");
+    assert!(
+        inv["toolExecutionNotifications"][0]["message"]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("src/gen/huge.rs") && t.contains("larger than 2 MiB"))
+    );
+}
+
+#[test]
+fn sarif_results() {
+    let fs = findings();
+    let v = assert_valid_sarif(&render_all(Format::Sarif, "scan", &fs, &[]));
+    let results = v["runs"][0]["results"].as_array().expect("results");
+    assert_eq!(results.len(), 3);
+
+    // Source: physical location, relative URI, 1-based region, related evidence.
+    let src = &results[0];
+    assert_eq!(src["ruleId"], "CA202");
+    let idx = RULES.iter().position(|r| r.code == "CA202").expect("rule");
+    assert_eq!(src["ruleIndex"], idx);
+    assert_eq!(src["level"], "error");
+    assert_eq!(src["message"]["text"], TRICKY);
+    let phys = &src["locations"][0]["physicalLocation"];
+    assert_eq!(
+        phys["artifactLocation"]["uri"],
+        "src/controller/reconcile.rs"
+    );
+    assert_eq!(phys["artifactLocation"]["uriBaseId"], "%SRCROOT%");
+    assert_eq!(
+        phys["region"],
+        serde_json::json!({"startLine": 12, "startColumn": 5, "endLine": 12, "endColumn": 40})
+    );
+    assert_eq!(
+        src["partialFingerprints"]["ctrlaudit/v1"],
+        fs[0].fingerprint()
+    );
+    let related = &src["relatedLocations"][0];
+    assert_eq!(related["id"], 0);
+    assert_eq!(
+        related["physicalLocation"]["artifactLocation"]["uri"],
+        "src/main.rs"
+    );
+    assert_eq!(related["physicalLocation"]["region"]["startLine"], 80);
+    assert_eq!(
+        related["message"]["text"],
+        "the Controller that watches the object it writes"
+    );
+
+    // Object: logical location.
+    let obj = &results[1];
+    assert_eq!(obj["level"], "warning");
+    assert!(obj["locations"][0].get("physicalLocation").is_none());
+    assert_eq!(
+        obj["locations"][0]["logicalLocations"][0],
+        serde_json::json!({
+            "name": "w1",
+            "fullyQualifiedName": "Widget.example.com/default/w1",
+            "kind": "object"
+        })
+    );
+
+    // Controller: logical location of kind module; info is a note.
+    let ctl = &results[2];
+    assert_eq!(ctl["level"], "note");
+    let logical = &ctl["locations"][0]["logicalLocations"][0];
+    assert_eq!(logical["name"], "widget-controller");
+    assert_eq!(logical["kind"], "module");
+    assert_eq!(
+        logical["fullyQualifiedName"],
+        "manager=widget-controller user=system:serviceaccount:ops:widget"
+    );
+    assert_eq!(ctl["partialFingerprints"]["ctrlaudit/v1"], fs[2].fingerprint());
+}
+
+// ---------------------------------------------------------------- junit
+
+/// A small XML well-formedness check: balanced, properly nested tags, quoted attributes,
+/// and no raw `<` or stray `&` in text or attribute values.
+fn check_xml(xml: &str) -> Result<(), String> {
+    let body = xml
+        .strip_prefix(r#"<?xml version="1.0" encoding="UTF-8"?>"#)
+        .ok_or("missing xml declaration")?;
+    let mut stack: Vec<String> = Vec::new();
+    let mut rest = body;
+    let mut roots = 0;
+    while let Some(lt) = rest.find('<') {
+        check_text(&rest[..lt])?;
+        if stack.is_empty() && !rest[..lt].trim().is_empty() {
+            return Err("text outside the root element".into());
+        }
+        let gt = rest[lt..].find('>').ok_or("unterminated tag")? + lt;
+        let tag = &rest[lt + 1..gt];
+        if let Some(name) = tag.strip_prefix('/') {
+            let open = stack.pop().ok_or(format!("close without open: {name}"))?;
+            if open != name.trim() {
+                return Err(format!("<{open}> closed by </{name}>"));
+            }
+        } else {
+            let self_closing = tag.ends_with('/');
+            let tag = tag.trim_end_matches('/');
+            let (name, attrs) = tag.split_once(' ').unwrap_or((tag, ""));
+            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+                return Err(format!("bad element name {name:?}"));
+            }
+            check_attrs(attrs)?;
+            if stack.is_empty() {
+                roots += 1;
+            }
+            if !self_closing {
+                stack.push(name.to_string());
+            }
+        }
+        rest = &rest[gt + 1..];
+    }
+    if !rest.trim().is_empty() {
+        return Err("text after the root element".into());
+    }
+    if !stack.is_empty() {
+        return Err(format!("unclosed: {stack:?}"));
+    }
+    if roots != 1 {
+        return Err(format!("{roots} root elements"));
+    }
+    Ok(())
+}
+
+fn check_text(t: &str) -> Result<(), String> {
+    if t.contains('>') {
+        return Err(format!("raw '>' in text {t:?}"));
+    }
+    let mut s = t;
+    while let Some(amp) = s.find('&') {
+        let semi = s[amp..].find(';').ok_or(format!("stray & in {t:?}"))? + amp;
+        let entity = &s[amp + 1..semi];
+        let ok = matches!(entity, "amp" | "lt" | "gt" | "quot" | "apos")
+            || entity
+                .strip_prefix('#')
+                .is_some_and(|n| n.chars().all(|c| c.is_ascii_digit()) && !n.is_empty());
+        if !ok {
+            return Err(format!("bad entity &{entity}; in {t:?}"));
+        }
+        s = &s[semi + 1..];
+    }
+    Ok(())
+}
+
+fn check_attrs(attrs: &str) -> Result<(), String> {
+    let mut s = attrs.trim();
+    let mut names = Vec::new();
+    while !s.is_empty() {
+        let eq = s.find('=').ok_or(format!("attribute without value: {s:?}"))?;
+        let name = s[..eq].trim();
+        if names.contains(&name) {
+            return Err(format!("duplicate attribute {name}"));
+        }
+        names.push(name);
+        let after = &s[eq + 1..];
+        let value = after
+            .strip_prefix('"')
+            .ok_or(format!("unquoted attribute {name}"))?;
+        let end = value.find('"').ok_or("unterminated attribute")?;
+        let v = &value[..end];
+        if v.contains('<') || v.contains('\n') {
+            return Err(format!("raw '<' or newline in attribute {name}={v:?}"));
+        }
+        check_text(v)?;
+        s = value[end + 1..].trim_start();
+    }
+    Ok(())
+}
+
+fn unescape(s: &str) -> String {
+    s.replace("&quot;", "\"")
+        .replace("&apos;", "'")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&#10;", "\n")
+        .replace("&amp;", "&")
+}
+
+#[test]
+fn junit_scan_has_one_case_per_scan_rule() {
+    let out = render_all(Format::Junit, "scan", &findings(), &notes());
+    check_xml(&out).unwrap_or_else(|e| panic!("not well-formed XML: {e}\n{out}"));
+    let scan_rules: Vec<_> = RULES.iter().filter(|r| r.has_lens(Lens::Scan)).collect();
+    // CA102 and CA403 are live-only: they still get a test case each, so nothing is lost.
+    let tests = scan_rules.len() + 2;
+    assert!(
+        out.contains(&format!(
+            r#"<testsuite name="ctrlaudit scan" tests="{tests}" failures="3" errors="0" skipped="0">"#
+        )),
+        "{out}"
+    );
+    assert_eq!(out.matches("<testcase ").count(), tests);
+    assert_eq!(out.matches("<failure ").count(), 3);
+    for r in &scan_rules {
+        assert!(
+            out.contains(&format!(r#"<testcase name="{} {}""#, r.code, r.name)),
+            "{}",
+            r.code
+        );
+    }
+    // Passing rules are self-closing test cases.
+    assert!(out.contains(
+        r#"<testcase name="CA001 unparsable-source" classname="ctrlaudit.scan"/>"#
+    ));
+    // The failure's message attribute is the finding's message, escaped.
+    let start = out.find(r#"<failure message=""#).expect("failure") + r#"<failure message=""#.len();
+    let end = out[start..].find('"').expect("attr end") + start;
+    assert_eq!(unescape(&out[start..end]), TRICKY);
+    assert!(out.contains(
+        "src/controller/reconcile.rs:12:5\n  src/main.rs:80:5: the Controller that watches the object it writes"
+    ));
+    assert!(out.contains("help: write the timestamp to status only when something changed"));
+    assert!(out.contains(r#"<property name="files scanned" value="42"/>"#));
+    assert!(out.contains("<system-out>skipped: src/gen/huge.rs — larger than 2 MiB</system-out>"));
+}
+
+#[test]
+fn junit_live_counts() {
+    let live: Vec<Finding> = vec![object_finding(), controller_finding()];
+    let out = render_all(Format::Junit, "live", &live, &[]);
+    check_xml(&out).unwrap_or_else(|e| panic!("not well-formed XML: {e}\n{out}"));
+    let live_rules = RULES.iter().filter(|r| r.has_lens(Lens::Live)).count();
+    assert!(
+        out.contains(&format!(
+            r#"<testsuite name="ctrlaudit live" tests="{live_rules}" failures="2""#
+        )),
+        "{out}"
+    );
+    assert!(out.contains(r#"<testcase name="CA102 convergence-lag" classname="ctrlaudit.live">"#));
+    assert!(out.contains(r#"type="warning""#));
+    assert!(out.contains(r#"type="info""#));
+    assert!(out.contains("Widget.example.com default/w1"));
+}
+
+#[test]
+fn junit_all_pass() {
+    let out = render_all(Format::Junit, "scan", &[], &[]);
+    check_xml(&out).unwrap_or_else(|e| panic!("not well-formed XML: {e}\n{out}"));
+    assert!(out.contains(r#"failures="0""#));
+    assert!(!out.contains("<failure"));
+}
+
+#[test]
+fn junit_escapes_control_characters() {
+    let mut f = source_finding();
+    f.message = "bell\u{7} <tag> & \"q\"\nline two".into();
+    f.help = "]]> & <![CDATA[".into();
+    let out = render_all(Format::Junit, "scan", &[f], &[]);
+    check_xml(&out).unwrap_or_else(|e| panic!("not well-formed XML: {e}\n{out}"));
+    assert!(!out.contains('\u{7}'));
+    assert!(out.contains("line two"));
+}
+
+// ---------------------------------------------------------------- github
+
+#[test]
+fn github_annotations() {
+    let out = render_all(Format::Github, "scan", &findings(), &notes());
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 5, "{out}");
+    assert_eq!(
+        lines[0],
+        "::error file=src/controller/reconcile.rs,line=12,col=5,endLine=12,endColumn=40,\
+         title=CA202 volatile-value-written-every-reconcile::\
+         annotation \"example.com/last-sync\" set to <now> & 100%25, every: reconcile \
+         (write the timestamp to status only when something changed)\
+         %0Asrc/main.rs:80:5: the Controller that watches the object it writes\
+         %0Avia reconcile → stamp"
+    );
+    assert_eq!(
+        lines[1],
+        "::warning title=CA102 convergence-lag::Widget.example.com default/w1: \
+         generation 7 ahead of status.observedGeneration 5 for 300 s \
+         (update status.observedGeneration when the spec has been handled)%0Alag = 300 s"
+    );
+    assert!(
+        lines[2].starts_with(
+            "::notice title=CA403 write-rate-near-apiserver-ceiling::\
+             manager=widget-controller user=system:serviceaccount:ops:widget: \
+             21.5 writes/s, 90%25 of the measured ceiling"
+        ),
+        "{}",
+        lines[2]
+    );
+    assert!(!lines[1].contains("file="));
+    assert_eq!(
+        lines[3],
+        "::notice title=ctrlaudit%3A skipped::src/gen/huge.rs — larger than 2 MiB"
+    );
+    assert_eq!(
+        lines[4],
+        "ctrlaudit scan: 3 findings (1 error, 1 warning, 1 info) \
+         (files scanned: 42, files parsed: 7, duration: 0.12s)"
+    );
+}
+
+#[test]
+fn github_escapes_properties() {
+    let mut f = source_finding();
+    if let Subject::Source(s) = &mut f.subject {
+        s.file = "src/a,b:c%.rs".into();
+    }
+    f.message = "one\r\ntwo".into();
+    f.help = String::new();
+    f.evidence.clear();
+    let out = render_all(Format::Github, "scan", &[f], &[]);
+    let first = out.lines().next().expect("a line");
+    assert_eq!(
+        first,
+        "::error file=src/a%2Cb%3Ac%25.rs,line=12,col=5,endLine=12,endColumn=40,\
+         title=CA202 volatile-value-written-every-reconcile::one%0D%0Atwo"
+    );
+}
+
+#[test]
+fn github_no_findings() {
+    let out = render_all(Format::Github, "live", &[], &[]);
+    assert_eq!(
+        out,
+        "ctrlaudit live: no findings (files scanned: 42, files parsed: 7, duration: 0.12s)\n"
+    );
+}
