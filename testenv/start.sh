@@ -76,6 +76,45 @@ done
 
 start_ts=$(date +%s)
 
+port_in_use() {
+	if command -v ss >/dev/null 2>&1; then
+		ss -Hltn "sport = :$1" 2>/dev/null | grep -q .
+	else
+		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+	fi
+}
+
+used_ports=" "
+# Sets $picked (not echoed: a $(subshell) would lose used_ports and could not stop the script).
+pick_port() {
+	local p tries=0
+	while :; do
+		# Below the Linux ephemeral range, so outgoing connections do not take it between pick and bind.
+		p=$((20000 + RANDOM % 12000))
+		tries=$((tries + 1))
+		[ $tries -lt 200 ] || die "could not find a free loopback port"
+		case $used_ports in *" $p "*) continue ;; esac
+		port_in_use "$p" && continue
+		used_ports="$used_ports$p "
+		picked=$p
+		return 0
+	done
+}
+
+check_port() {
+	if port_in_use "$1"; then
+		local who=
+		command -v ss >/dev/null 2>&1 && who=$(ss -Hltnp "sport = :$1" 2>/dev/null | head -n 1)
+		die "port $1 on 127.0.0.1 is already taken${who:+ ($who)}"
+	fi
+	used_ports="$used_ports$1 "
+}
+
+# Ports are checked before anything is created, so a taken port leaves nothing behind.
+if [ -n "$etcd_port" ]; then check_port "$etcd_port"; else pick_port && etcd_port=$picked; fi
+if [ -n "$api_port" ]; then check_port "$api_port"; else pick_port && api_port=$picked; fi
+pick_port && etcd_peer_port=$picked
+
 if [ -z "$state_dir" ]; then
 	state_dir=$(mktemp -d "${TMPDIR:-/tmp}/ctrlaudit-testenv.XXXXXX")
 else
@@ -106,42 +145,6 @@ cleanup_on_failure() {
 }
 trap cleanup_on_failure EXIT
 
-port_in_use() {
-	if command -v ss >/dev/null 2>&1; then
-		ss -Hltn "sport = :$1" 2>/dev/null | grep -q .
-	else
-		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
-	fi
-}
-
-used_ports=" "
-pick_port() {
-	local p tries=0
-	while :; do
-		# Below the Linux ephemeral range, so outgoing connections do not take it between pick and bind.
-		p=$((20000 + RANDOM % 12000))
-		tries=$((tries + 1))
-		[ $tries -lt 200 ] || die "could not find a free loopback port"
-		case $used_ports in *" $p "*) continue ;; esac
-		port_in_use "$p" && continue
-		used_ports="$used_ports$p "
-		echo "$p"
-		return 0
-	done
-}
-
-check_port() {
-	if port_in_use "$1"; then
-		local who=
-		command -v ss >/dev/null 2>&1 && who=$(ss -Hltnp "sport = :$1" 2>/dev/null | head -n 1)
-		die "port $1 on 127.0.0.1 is already taken${who:+ ($who)}"
-	fi
-	used_ports="$used_ports$1 "
-}
-
-if [ -n "$etcd_port" ]; then check_port "$etcd_port"; else etcd_port=$(pick_port); fi
-if [ -n "$api_port" ]; then check_port "$api_port"; else api_port=$(pick_port); fi
-etcd_peer_port=$(pick_port)
 
 # ---------- PKI ----------
 cat >"$pki/openssl.cnf" <<'EOF'
@@ -323,7 +326,7 @@ while :; do
 	if [ "$(date +%s)" -ge "$deadline" ]; then
 		tail_log "$logs/kube-apiserver.log"
 		echo "--- $api_url/readyz?verbose ---" >&2
-		admin_curl "$api_url/readyz?verbose" 2>&1 | grep -v '\] ok$' | tail -n 20 >&2 || true
+		admin_curl "$api_url/readyz?verbose" 2>&1 | grep -v '^\[+\]' | tail -n 20 >&2 || true
 		die "kube-apiserver not ready at $api_url/readyz within ${timeout}s (last answer: ${last:-none})"
 	fi
 	sleep 0.25

@@ -120,6 +120,23 @@ fn key(s: proc_macro2::Span) -> (usize, usize) {
     (a.line, a.column)
 }
 
+/// The call whose error an enclosing `?`/`unwrap()` propagates, through `.await` and error mapping.
+fn propagation_target(e: &Expr) -> &Expr {
+    match e {
+        Expr::Await(a) => propagation_target(&a.base),
+        Expr::Paren(p) => propagation_target(&p.expr),
+        Expr::MethodCall(m)
+            if matches!(
+                m.method.to_string().as_str(),
+                "map_err" | "context" | "with_context" | "wrap_err" | "wrap_err_with" | "err_into"
+            ) =>
+        {
+            propagation_target(&m.receiver)
+        }
+        other => other,
+    }
+}
+
 /// The variable at the root of `a.b.c()`, `&a`, `(*a).clone()`.
 fn root_var(e: &Expr) -> Option<String> {
     match e {
@@ -474,7 +491,11 @@ impl<'a> Extractor<'a> {
         let args_text = compact(&m.args);
         let mut kind_known = self.api_receiver(&m.receiver);
         if method == "commit" {
-            if !compact(&m.receiver).contains(".entry(") {
+            let via_var = root_var(&m.receiver)
+                .and_then(|n| self.var(&n))
+                .and_then(|v| v.init.as_ref())
+                .is_some_and(|i| compact(i).contains(".entry("));
+            if !compact(&m.receiver).contains(".entry(") && !via_var {
                 return;
             }
             kind_known = Some(None);
@@ -685,10 +706,28 @@ impl<'a> Extractor<'a> {
                             _ => None,
                         }
                     };
+                    // An error_policy written inline as a closure is judged where it stands.
+                    let inline_policy = match m.args.iter().nth(1) {
+                        Some(Expr::Closure(c)) => {
+                            let exprs = match &*c.body {
+                                Expr::Block(b) => collect_returns(&b.block),
+                                other => vec![other.clone()],
+                            };
+                            match self.fns.last() {
+                                Some(f) => exprs.iter().map(|e| self.requeue_of(e, f)).collect(),
+                                None => Vec::new(),
+                            }
+                        }
+                        _ => Vec::new(),
+                    };
                     let run = RunCall {
                         span: start_end(self.path, m.method.span(), m.span()),
                         reconcile: fn_name(m.args.first()),
-                        error_policy: fn_name(m.args.iter().nth(1)),
+                        error_policy: match m.args.iter().nth(1) {
+                            Some(Expr::Closure(_)) => None,
+                            other => fn_name(other),
+                        },
+                        inline_policy,
                     };
                     self.model.controllers[idx].run = Some(run);
                 }
@@ -753,7 +792,7 @@ impl<'a> Extractor<'a> {
                     Some(name) => {
                         let uses: Vec<&String> = stmts.iter().filter(|s| contains_ident(s, name) && **s != stmt).collect();
                         let safe = uses.iter().any(|s| has_backoff(s) || hands_to_controller(s));
-                        let consumed = uses.iter().any(|s| consumes(s, Some(name)));
+                        let consumed = uses.iter().any(|s| consumes(s, Some(name)) || consumes(s, None));
                         safe || !consumed
                     }
                     None => !consumes(&stmt, None),
@@ -797,7 +836,7 @@ impl<'a> Extractor<'a> {
                     _ => return None,
                 };
                 let secs = duration_secs(d, &self.consts, &locals);
-                Some(Requeue { span: self.span(s.span()), secs, conditional: false, text: compact(s) })
+                Some(Requeue { span: self.span(f.span()), secs, conditional: false, text: compact(f) })
             }
             _ => None,
         }
@@ -1185,11 +1224,7 @@ impl<'ast> Visit<'ast> for Extractor<'_> {
     }
 
     fn visit_expr_try(&mut self, t: &'ast syn::ExprTry) {
-        let inner = match &*t.expr {
-            Expr::Await(a) => &*a.base,
-            other => other,
-        };
-        match inner {
+        match propagation_target(&t.expr) {
             Expr::MethodCall(m) => {
                 self.propagated.insert(key(m.method.span()));
             }
@@ -1216,14 +1251,10 @@ impl<'ast> Visit<'ast> for Extractor<'_> {
 
     fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
         let method = m.method.to_string();
-        if matches!(method.as_str(), "unwrap" | "expect") {
-            let inner = match &*m.receiver {
-                Expr::Await(a) => &*a.base,
-                other => other,
-            };
-            if let Expr::MethodCall(im) = inner {
-                self.propagated.insert(key(im.method.span()));
-            }
+        if matches!(method.as_str(), "unwrap" | "expect")
+            && let Expr::MethodCall(im) = propagation_target(&m.receiver)
+        {
+            self.propagated.insert(key(im.method.span()));
         }
         if let Some(idx) = self.handle_chain(&Expr::MethodCall(m.clone())) {
             let _ = idx;

@@ -157,13 +157,12 @@ fn err_text(e: &ignore::Error) -> String {
     }
 }
 
-/// The crate a file belongs to: the nearest directory above it with a Cargo.toml.
-fn unit_root(file: &Path, cache: &mut HashMap<PathBuf, PathBuf>, fallback: &Path) -> PathBuf {
-    let dir = file.parent().unwrap_or(Path::new(".")).to_path_buf();
-    if let Some(r) = cache.get(&dir) {
+/// The nearest directory at or above `dir` with a Cargo.toml.
+fn cargo_root(dir: &Path, cache: &mut HashMap<PathBuf, Option<PathBuf>>) -> Option<PathBuf> {
+    if let Some(r) = cache.get(dir) {
         return r.clone();
     }
-    let abs = std::fs::canonicalize(&dir).unwrap_or_else(|_| dir.clone());
+    let abs = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
     let mut cur = Some(abs.as_path());
     let mut found = None;
     while let Some(d) = cur {
@@ -173,9 +172,31 @@ fn unit_root(file: &Path, cache: &mut HashMap<PathBuf, PathBuf>, fallback: &Path
         }
         cur = d.parent();
     }
-    let root = found.unwrap_or_else(|| fallback.to_path_buf());
-    cache.insert(dir, root.clone());
-    root
+    cache.insert(dir.to_path_buf(), found.clone());
+    found
+}
+
+/// The compilation unit a Rust file belongs to, as cargo builds it: `src/**` (and the crate root
+/// directory) form the crate; each entry of `examples/`, `tests/`, `benches/` is a crate of its
+/// own; any other file (fixtures, snippets) stands alone.
+fn unit_of(file: &Path, cache: &mut HashMap<PathBuf, Option<PathBuf>>) -> PathBuf {
+    let dir = file.parent().unwrap_or(Path::new("."));
+    let abs_file = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
+    let Some(root) = cargo_root(dir, cache) else {
+        return abs_file;
+    };
+    let Ok(rel) = abs_file.strip_prefix(&root) else {
+        return abs_file;
+    };
+    let parts: Vec<_> = rel.components().collect();
+    match parts.first().map(|c| c.as_os_str().to_string_lossy().into_owned()).as_deref() {
+        Some("src" | "build.rs") => root,
+        Some(_) if parts.len() == 1 => root,
+        Some(d @ ("examples" | "tests" | "benches")) if parts.len() >= 2 => {
+            root.join(d).join(parts[1].as_os_str())
+        }
+        _ => abs_file,
+    }
 }
 
 /// How a single file ended up.
@@ -298,17 +319,19 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
     let config = &opts.config;
     let needles = AhoCorasick::new(NEEDLES).unwrap_or_else(|_| unreachable_needles());
     let unit_needles = AhoCorasick::new(UNIT_NEEDLES).unwrap_or_else(|_| unreachable_needles());
-    let fallback = opts.paths.first().cloned().unwrap_or_else(|| PathBuf::from("."));
 
     // Group files by crate, and keep only crates that use kube at all.
     let mut cache = HashMap::new();
     let mut units: BTreeMap<PathBuf, (Vec<PathBuf>, Vec<PathBuf>)> = BTreeMap::new();
     for p in &walked.rust {
-        units.entry(unit_root(p, &mut cache, &fallback)).or_default().0.push(p.clone());
+        units.entry(unit_of(p, &mut cache)).or_default().0.push(p.clone());
     }
+    // CRD YAML anywhere under a crate's directory joins that crate.
     for p in &walked.yaml {
-        let root = unit_root(p, &mut cache, &fallback);
-        if let Some(u) = units.get_mut(&root) {
+        let dir = p.parent().unwrap_or(Path::new("."));
+        if let Some(root) = cargo_root(dir, &mut cache)
+            && let Some(u) = units.get_mut(&root)
+        {
             u.1.push(p.clone());
         }
     }

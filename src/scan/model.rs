@@ -173,6 +173,8 @@ pub struct RunCall {
     pub span: Span,
     pub reconcile: Option<String>,
     pub error_policy: Option<String>,
+    /// The returns of an error_policy written inline as a closure.
+    pub inline_policy: Vec<Option<Requeue>>,
 }
 
 /// What `.with_config(..)` sets, as far as scan can tell.

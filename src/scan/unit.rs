@@ -134,7 +134,13 @@ impl<'m> Unit<'m> {
             }
             for (ni, func) in f.fns.iter().enumerate() {
                 let id = (fi, ni);
-                if func.is_async && func.returns_action && func.object_kind.is_some() && !policies.contains(&id) {
+                // Cleanup runs once per deletion, not on every reconcile.
+                if func.is_async
+                    && func.returns_action
+                    && func.object_kind.is_some()
+                    && !policies.contains(&id)
+                    && !func.name.contains("cleanup")
+                {
                     roots.insert(id, ());
                 }
             }

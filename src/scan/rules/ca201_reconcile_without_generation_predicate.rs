@@ -29,32 +29,22 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
             }
             // Does the crate write this kind (status, metadata, spec, finalizers)?
             let write = cx.unit.all_fns().find_map(|id| {
-                let func = cx.unit.func(id);
-                let reached = cx.reach.contains_key(&id);
-                func.api_calls
-                    .iter()
-                    .find(|a| {
-                        a.is_write()
-                            && !matches!(a.method.as_str(), "create" | "delete" | "delete_collection")
-                            && a.kind.as_deref() == Some(kind.as_str())
-                            && (reached || func.object_kind.is_none())
-                    })
-                    .map(|a| (a.clone(), id))
-                    .or_else(|| {
-                        (func.uses_finalizer && reached && func.object_kind.as_deref() == Some(kind.as_str()))
-                            .then(|| None)
-                            .flatten()
-                    })
+                cx.unit.func(id).api_calls.iter().find(|a| {
+                    matches!(
+                        a.method.as_str(),
+                        "patch" | "patch_status" | "patch_metadata" | "replace" | "replace_status" | "commit"
+                    ) && a.kind.as_deref() == Some(kind.as_str())
+                })
             });
             let finalizer = cx.unit.all_fns().any(|id| {
                 let f = cx.unit.func(id);
-                f.uses_finalizer && cx.reach.contains_key(&id)
+                f.uses_finalizer && f.object_kind.as_deref() == Some(kind.as_str())
             });
             if write.is_none() && !finalizer {
                 continue;
             }
             let what = match &write {
-                Some((a, _)) => format!("`{}`", a.text),
+                Some(a) => format!("`{}`", a.text),
                 None => "the finalizer".to_string(),
             };
             let mut f = finding(
@@ -65,9 +55,9 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
                 ),
                 "filter the main stream: `Controller::for_stream(watcher(api, cfg).default_backoff().reflect(w).applied_objects().predicate_filter(predicates::generation), reader)` (with finalizers: `generation.combine(finalizers)`)",
             );
-            if let Some((a, _)) = write {
+            if let Some(a) = write {
                 f.evidence.push(Evidence::Related {
-                    span: a.span,
+                    span: a.span.clone(),
                     note: "this write re-triggers the controller".into(),
                 });
             }

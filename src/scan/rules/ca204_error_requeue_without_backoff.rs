@@ -3,35 +3,45 @@
 
 use super::{Ctx, finding, secs_text};
 use crate::finding::Finding;
+use crate::scan::model::Requeue;
 
 pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
-    let limit = cx.unit.config.thresholds.error_requeue_secs;
     let mut policies: Vec<_> = cx.policies.iter().copied().collect();
     policies.sort();
     for id in policies {
         let func = cx.unit.func(id);
-        if func.returns.is_empty() {
-            continue;
+        judge(cx, &func.name, &func.returns, out);
+    }
+    for file in &cx.unit.files {
+        for c in &file.controllers {
+            if let Some(run) = &c.run {
+                judge(cx, "the inline error_policy", &run.inline_policy, out);
+            }
         }
-        let all_short_const = func
-            .returns
-            .iter()
-            .all(|r| r.as_ref().and_then(|r| r.secs).is_some_and(|s| s < limit));
-        if !all_short_const {
-            continue;
-        }
-        for r in func.returns.iter().flatten() {
-            let secs = r.secs.unwrap_or_default();
-            out.push(finding(
-                "CA204",
-                r.span.clone(),
-                format!(
-                    "`{}` always requeues failed objects after {}: no backoff, a persistent error retries at a fixed rate",
-                    func.name,
-                    secs_text(secs)
-                ),
-                "back off per object: count failures in the context (keyed by ObjectRef) and requeue after min(base * 2^n, cap)",
-            ));
-        }
+    }
+}
+
+fn judge(cx: &Ctx<'_>, name: &str, returns: &[Option<Requeue>], out: &mut Vec<Finding>) {
+    let limit = cx.unit.config.thresholds.error_requeue_secs;
+    if returns.is_empty() {
+        return;
+    }
+    let all_short_const = returns
+        .iter()
+        .all(|r| r.as_ref().and_then(|r| r.secs).is_some_and(|s| s < limit));
+    if !all_short_const {
+        return;
+    }
+    for r in returns.iter().flatten() {
+        let secs = r.secs.unwrap_or_default();
+        out.push(finding(
+            "CA204",
+            r.span.clone(),
+            format!(
+                "`{name}` always requeues failed objects after {}: no backoff, a persistent error retries at a fixed rate",
+                secs_text(secs)
+            ),
+            "back off per object: count failures in the context (keyed by ObjectRef) and requeue after min(base * 2^n, cap)",
+        ));
     }
 }
