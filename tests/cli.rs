@@ -1,0 +1,131 @@
+//! The binary end to end: exit codes, `rules`, output formats, baselines, and bad input that
+//! must never abort a scan.
+#![allow(clippy::unwrap_used)]
+
+use std::process::{Command, Output};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_kubectl-ctrlaudit"))
+}
+
+fn run(args: &[&str]) -> Output {
+    bin().args(args).output().unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[test]
+fn missing_path_is_a_usage_error() {
+    let o = run(&["scan", "does/not/exist"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("path not found: does/not/exist"));
+}
+
+#[test]
+fn unknown_rule_and_bad_flags_are_usage_errors() {
+    assert_eq!(run(&["rules", "CA999"]).status.code(), Some(2));
+    assert_eq!(run(&["scan", ".", "-A", "CA999"]).status.code(), Some(2));
+    assert_eq!(run(&["scan", ".", "--output-file", "xml=out"]).status.code(), Some(2));
+    assert_eq!(run(&["frobnicate"]).status.code(), Some(2));
+}
+
+#[test]
+fn rules_lists_the_catalogue_and_explains_one() {
+    let o = run(&["rules"]);
+    assert_eq!(o.status.code(), Some(0));
+    let out = stdout(&o);
+    for r in ctrlaudit::rules::RULES {
+        assert!(out.contains(r.code), "{} missing from the catalogue", r.code);
+    }
+    let o = run(&["rules", "ca202"]);
+    assert!(stdout(&o).starts_with("# CA202 volatile-value-written-every-reconcile"));
+    let o = run(&["rules", "polling-requeue", "-o", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["code"], "CA203");
+}
+
+#[test]
+fn version_and_help() {
+    assert!(stdout(&run(&["--version"])).contains(env!("CARGO_PKG_VERSION")));
+    let help = stdout(&run(&["scan", "--help"]));
+    assert!(help.contains("Examples:") && help.contains("--baseline"));
+}
+
+#[test]
+fn fixtures_fail_and_levels_change_the_exit_code() {
+    let o = run(&["scan", "fixtures/scan/CA203-polling-requeue", "-o", "json"]);
+    assert_eq!(o.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let findings = v["findings"].as_array().unwrap();
+    assert!(findings.iter().any(|f| f["code"] == "CA203"));
+    // Everything off: clean.
+    let all: Vec<&str> = ctrlaudit::rules::RULES.iter().map(|r| r.code).collect();
+    let joined = all.join(",");
+    let o = run(&["scan", "fixtures/scan/CA203-polling-requeue", "-A", &joined]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    let o = run(&["scan", "fixtures/scan/CA203-polling-requeue", "--fail-on", "never"]);
+    assert_eq!(o.status.code(), Some(0));
+}
+
+#[test]
+fn baseline_round_trip_and_output_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("baseline.json");
+    let target = "fixtures/scan/CA202-volatile-value-written-every-reconcile";
+    let o = run(&["scan", target, "--write-baseline", base.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0));
+    let sarif = dir.path().join("out.sarif");
+    let junit = dir.path().join("out.xml");
+    let o = run(&[
+        "scan",
+        target,
+        "--baseline",
+        base.to_str().unwrap(),
+        "--output-file",
+        &format!("sarif={}", sarif.display()),
+        "--output-file",
+        &format!("junit={}", junit.display()),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(stdout(&o).contains("already in the baseline"));
+    assert!(std::fs::read_to_string(&sarif).unwrap().contains("\"2.1.0\""));
+    assert!(std::fs::read_to_string(&junit).unwrap().contains("<testsuite"));
+}
+
+#[test]
+fn bad_input_never_aborts_the_scan() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::write(root.join("Cargo.toml"), "[package]\nname = \"x\"\n").unwrap();
+    let src = root.join("src");
+    std::fs::create_dir(&src).unwrap();
+    let good = "use kube::runtime::controller::Action;\nuse std::time::Duration;\nasync fn reconcile(o: std::sync::Arc<Widget>, c: std::sync::Arc<Ctx>) -> Result<Action, E> {\n    Ok(Action::requeue(Duration::from_secs(2)))\n}\n";
+    std::fs::write(src.join("ok.rs"), good).unwrap();
+    std::fs::write(src.join("broken.rs"), "use kube::Api;\nfn f( {\n").unwrap();
+    std::fs::write(src.join("latin1.rs"), b"use kube::Api;\n// caf\xe9\n").unwrap();
+    std::fs::write(src.join("empty.rs"), "").unwrap();
+    std::fs::write(src.join("binary.rs"), b"kube\0\0\0\x01\x02").unwrap();
+    std::fs::write(src.join("huge.rs"), format!("// kube\n{}", "// padding line\n".repeat(200_000))).unwrap();
+    std::fs::write(src.join("deep.rs"), format!("use kube::Api;\nfn f() {{ {}1{} }}\n", "[".repeat(5000), "]".repeat(5000))).unwrap();
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(&src, src.join("loop")).unwrap();
+    let o = run(&["scan", root.to_str().unwrap(), "-o", "json", "--fail-on", "never"]);
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let findings = v["findings"].as_array().unwrap();
+    let ca001: Vec<String> = findings
+        .iter()
+        .filter(|f| f["code"] == "CA001")
+        .map(|f| f["subject"]["file"].as_str().unwrap().to_string())
+        .collect();
+    for name in ["broken.rs", "latin1.rs", "huge.rs", "deep.rs"] {
+        assert!(ca001.iter().any(|f| f.ends_with(name)), "no CA001 for {name}: {ca001:?}");
+    }
+    assert!(findings.iter().any(|f| f["code"] == "CA203"), "the good file was not scanned");
+    let notes = v["notes"].to_string();
+    assert!(notes.contains("empty file") && notes.contains("binary file"), "{notes}");
+    #[cfg(unix)]
+    assert!(notes.contains("symlink loop"), "{notes}");
+}

@@ -1,0 +1,92 @@
+//! Every rule has its doc with the required sections, and the doc's ```rust,bad examples raise
+//! the rule while the ```rust,good ones do not.
+#![allow(clippy::unwrap_used)]
+
+use ctrlaudit::config::Config;
+use ctrlaudit::finding::Lens;
+use ctrlaudit::rules::RULES;
+
+const SECTIONS: &[&str] = &[
+    "## What it is",
+    "## Why it is bad",
+    "## Bad example",
+    "## Good example",
+    "## How scan detects it",
+    "## How live detects it",
+    "## How bench measures it",
+    "## Configuration",
+];
+
+/// (info string, body) of every fenced block.
+fn blocks(doc: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut cur: Option<(String, String)> = None;
+    for line in doc.lines() {
+        let t = line.trim_start();
+        match (&mut cur, t.strip_prefix("```")) {
+            (None, Some(info)) => cur = Some((info.trim().to_string(), String::new())),
+            (Some(_), Some(rest)) if rest.trim().is_empty() => out.extend(cur.take()),
+            (Some((_, body)), _) => {
+                body.push_str(line);
+                body.push('\n');
+            }
+            (None, None) => {}
+        }
+    }
+    out
+}
+
+#[test]
+fn every_rule_has_a_doc_with_all_sections_in_order() {
+    for r in RULES {
+        let path = std::path::Path::new("rules").join(r.doc_file());
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert_eq!(text, r.doc(), "{}: embedded doc is stale", r.code);
+        assert!(
+            text.starts_with(&format!("# {} {}", r.code, r.name)),
+            "{}: doc must start with `# {} {}`",
+            r.code,
+            r.code,
+            r.name
+        );
+        let mut last = 0;
+        for s in SECTIONS {
+            let at = text.find(&format!("\n{s}\n")).unwrap_or_else(|| panic!("{}: missing section {s}", r.code));
+            assert!(at > last, "{}: section {s} out of order", r.code);
+            last = at;
+        }
+    }
+}
+
+#[test]
+fn bad_examples_fire_and_good_examples_do_not() {
+    let config = Config::default();
+    let mut checked = 0;
+    for r in RULES.iter().filter(|r| r.has_lens(Lens::Scan) && !matches!(r.code, "CA001" | "CA002")) {
+        let bs = blocks(r.doc());
+        let bad: Vec<_> = bs.iter().filter(|(i, _)| i == "rust,bad").collect();
+        let good: Vec<_> = bs.iter().filter(|(i, _)| i == "rust,good").collect();
+        assert!(!bad.is_empty() && !good.is_empty(), "{}: needs ```rust,bad and ```rust,good examples", r.code);
+        for (_, src) in bad {
+            let f = ctrlaudit::scan::scan_source("bad.rs", src, &config);
+            assert!(
+                f.iter().any(|f| f.code == r.code),
+                "{}: bad example does not fire; got {:?}",
+                r.code,
+                f.iter().map(|f| (&f.code, &f.message)).collect::<Vec<_>>()
+            );
+            checked += 1;
+        }
+        for (_, src) in good {
+            let f = ctrlaudit::scan::scan_source("good.rs", src, &config);
+            assert!(
+                !f.iter().any(|f| f.code == r.code || f.code == "CA001"),
+                "{}: good example fires: {:?}",
+                r.code,
+                f.iter().map(|f| (&f.code, &f.message)).collect::<Vec<_>>()
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 26, "only {checked} examples checked");
+}
