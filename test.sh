@@ -6,6 +6,7 @@
 # Usage: ./test.sh [extra args for `cargo test --all-targets`...]   e.g. ./test.sh -- --nocapture
 # Env:   CI=true  missing Go is an error instead of a skip of the cluster tests
 #        CTRLAUDIT_TESTENV_CACHE  where built binaries are cached (see testenv/versions.sh)
+# shellcheck disable=SC2317  # the trap handlers are reached through trap
 set -eu
 
 cd "$(dirname "$0")"
@@ -61,7 +62,8 @@ cargo fmt --all -- --check
 cargo clippy --all-targets -- -D warnings
 
 status=0
-cargo test --all-targets "$@" || status=$?
+# --no-fail-fast: one failing target must not hide the results of the others.
+cargo test --all-targets --no-fail-fast "$@" || status=$?
 if [ "$status" != 0 ] && [ -n "$state_dir" ]; then
 	# Keep the control plane's logs for the post-mortem; the processes still stop.
 	"$root/testenv/stop.sh" --keep "$state_dir" || true

@@ -7,6 +7,7 @@
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=testenv/versions.sh
 . "$here/versions.sh"
 
 force=0
@@ -24,7 +25,7 @@ if ! command -v go >/dev/null 2>&1; then
 	exit 1
 fi
 # The committed go.mod/go.sum are the build's inputs: never let go switch toolchains or rewrite them.
-export GOTOOLCHAIN=local GOFLAGS=-mod=readonly CGO_ENABLED=0
+export GOTOOLCHAIN=local GOFLAGS="-mod=readonly -buildvcs=false" CGO_ENABLED=0
 
 # Prints the version a binary reports, or nothing when it is absent or broken.
 reported_version() {

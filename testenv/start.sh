@@ -15,6 +15,7 @@
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=testenv/versions.sh
 . "$here/versions.sh"
 
 audit=0

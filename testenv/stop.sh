@@ -55,7 +55,7 @@ is_ours() {
 }
 
 stop_one() {
-	local name=$1 pidfile=$dir/$1.pid pid i
+	local name=$1 pidfile=$dir/$1.pid pid
 	[ -f "$pidfile" ] || return 0
 	pid=$(cat "$pidfile")
 	case $pid in '' | *[!0-9]*)
@@ -68,7 +68,7 @@ stop_one() {
 		return 0
 	fi
 	kill -TERM "$pid" 2>/dev/null || true
-	for i in $(seq 1 100); do
+	for _ in $(seq 1 100); do
 		is_ours "$pid" "$name" || break
 		sleep 0.1
 	done

@@ -8,6 +8,7 @@
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=testenv/versions.sh
 . "$here/versions.sh"
 export GOTOOLCHAIN=local GOFLAGS=-mod=mod
 

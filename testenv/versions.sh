@@ -1,4 +1,4 @@
-# shellcheck shell=sh
+# shellcheck shell=sh disable=SC2034  # the variables are for the scripts that source this file
 # Pinned control-plane versions, sourced by the testenv scripts.
 # The Kubernetes minor matches the k8s-openapi feature in Cargo.toml (v1_34); etcd is the version that
 # Kubernetes release pins in its go.mod (go.etcd.io/etcd/server/v3). Change them with update-modules.sh.

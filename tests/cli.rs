@@ -129,3 +129,49 @@ fn bad_input_never_aborts_the_scan() {
     #[cfg(unix)]
     assert!(notes.contains("symlink loop"), "{notes}");
 }
+
+#[test]
+fn config_file_sets_levels_thresholds_and_wrapper_aliases() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::write(root.join("Cargo.toml"), "[package]\nname = \"op\"\n").unwrap();
+    std::fs::create_dir(root.join("src")).unwrap();
+    std::fs::write(
+        root.join("ctrlaudit.toml"),
+        "[rules]\nCA203 = \"error\"\n[thresholds]\npolling_requeue_secs = 120\n[aliases]\n\"k8s_util::apply_everything\" = \"patch\"\n",
+    )
+    .unwrap();
+    let src = r#"
+use k8s_util::apply_everything;
+use kube::{Api, CustomResource, runtime::controller::Action};
+use std::{sync::Arc, time::Duration};
+
+#[derive(CustomResource, Clone, Debug)]
+#[kube(group = "example.com", version = "v1", kind = "Widget", namespaced, status = "WidgetStatus")]
+pub struct WidgetSpec { pub size: i32 }
+
+pub async fn reconcile(obj: Arc<Widget>, ctx: Arc<Ctx>) -> Result<Action, Error> {
+    let api: Api<Widget> = Api::all(ctx.client.clone());
+    apply_everything(&api, &obj.name_any(), &serde_json::json!({"status": {"phase": "Ready"}})).await?;
+    Ok(Action::requeue(Duration::from_secs(60)))
+}
+"#;
+    std::fs::write(root.join("src/lib.rs"), src).unwrap();
+    let o = run(&["scan", root.to_str().unwrap(), "-o", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let got: Vec<(String, String)> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["code"].as_str().unwrap().to_string(), f["severity"].as_str().unwrap().to_string()))
+        .collect();
+    // 60 s is polling under the configured 120 s limit, at the configured level.
+    assert!(got.contains(&("CA203".into(), "error".into())), "{got:?}");
+    // The wrapper counts as the patch it wraps: status through the main resource.
+    assert!(got.iter().any(|(c, _)| c == "CA101"), "{got:?}");
+    // A broken config is a usage error that names the file.
+    std::fs::write(root.join("ctrlaudit.toml"), "[rules]\nCA203 = \"loud\"\n").unwrap();
+    let o = run(&["scan", root.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("ctrlaudit.toml"));
+}
