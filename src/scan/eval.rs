@@ -4,11 +4,25 @@ use quote::ToTokens;
 use std::collections::HashMap;
 use syn::{BinOp, Expr, Lit};
 
-/// Compact token text of a syntax node: `Utc::now()` rather than `Utc :: now ()`.
+/// Compact token text of a syntax node: `Utc::now()` rather than `Utc :: now ()`. A space stays
+/// only between two word characters, so that `match watcher` does not become `matchwatcher`.
 pub fn compact(node: &impl ToTokens) -> String {
-    let mut s = node.to_token_stream().to_string();
-    s.retain(|c| c != ' ');
-    s
+    let raw = node.to_token_stream().to_string();
+    let word = |c: char| c.is_alphanumeric() || c == '_';
+    let chars: Vec<char> = raw.chars().collect();
+    let mut out = String::with_capacity(raw.len());
+    for (i, c) in chars.iter().enumerate() {
+        if *c == ' ' {
+            let prev = out.chars().last();
+            let next = chars.get(i + 1).copied();
+            if prev.is_some_and(word) && next.is_some_and(word) {
+                out.push(' ');
+            }
+        } else {
+            out.push(*c);
+        }
+    }
+    out
 }
 
 /// Evaluates a numeric expression made of literals, consts, casts and arithmetic.

@@ -1048,8 +1048,25 @@ fn attr_value(text: &str, key: &str) -> Option<String> {
     None
 }
 
+/// `#[cfg(test)]`, `#[test]`, `#[tokio::test]`: test code does odd things on purpose.
+fn is_test_code(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|a| {
+        let path = compact(a.path());
+        path == "test" || path.ends_with("::test") || (path == "cfg" && compact(&a.meta).contains("cfg(test)"))
+    })
+}
+
 impl<'ast> Visit<'ast> for Extractor<'_> {
+    fn visit_item_mod(&mut self, m: &'ast syn::ItemMod) {
+        if !is_test_code(&m.attrs) {
+            visit::visit_item_mod(self, m);
+        }
+    }
+
     fn visit_item_fn(&mut self, f: &'ast syn::ItemFn) {
+        if is_test_code(&f.attrs) {
+            return;
+        }
         self.enter_fn(f.sig.ident.to_string(), None, &f.sig, f.sig.ident.span());
         visit::visit_item_fn(self, f);
         self.exit_fn(&f.block);
@@ -1115,8 +1132,16 @@ impl<'ast> Visit<'ast> for Extractor<'_> {
                 && let Some(init) = &l.init
             {
                 let t = compact(&init.expr);
-                let sync_lock = (t.contains(".lock().unwrap()") || t.contains(".lock().expect(") || t.ends_with(".lock()"))
-                    && !t.contains(".lock().await");
+                // The guard itself, not a block that takes and drops one inside.
+                let is_chain = matches!(&*init.expr, Expr::MethodCall(_) | Expr::Try(_));
+                let sync_lock = is_chain
+                    && [".lock()", ".write()", ".read()"].iter().any(|l| {
+                        t.ends_with(l)
+                            || t.ends_with(&format!("{l}.unwrap()"))
+                            || t.ends_with(&format!("{l}?"))
+                            || t.contains(&format!("{l}.expect("))
+                    })
+                    && !t.contains(".await");
                 if sync_lock
                     && let Some(g) = pat_ident(&l.pat)
                 {
@@ -1570,7 +1595,18 @@ impl Extractor<'_> {
         if !spawns {
             return;
         }
-        if body.contains("Api::namespaced") {
+        // Only loops over namespaces or tenants: one watcher per kind is how controllers are built.
+        let iter_text = format!("{} {}", loop_vars.join(" "), compact(&f.expr)).to_ascii_lowercase();
+        let tenantish = ["namespace", "tenant", "workspace", "team", "project", "cluster", "org"]
+            .iter()
+            .any(|w| iter_text.contains(w))
+            || loop_vars.iter().any(|v| v == "ns" || v.starts_with("ns_") || v.ends_with("_ns"));
+        let calls = namespaced_api_calls(&body);
+        let ns_from_loop = calls.iter().any(|i| {
+            let args: String = body[*i..].chars().take_while(|c| *c != ';').collect();
+            loop_vars.iter().any(|v| contains_ident(&args, v))
+        });
+        if ns_from_loop {
             if let Some(span) = find_controller_build(&f.body) {
                 let span = self.span(span);
                 let in_fn = self.fn_name();
@@ -1578,6 +1614,9 @@ impl Extractor<'_> {
                     fc.model.tenant_controllers.push(Site { span, what: "Controller".into(), in_fn });
                 }
             }
+            return;
+        }
+        if !tenantish {
             return;
         }
         // One call away: `spawn(run_tenant(client.clone(), ns))`.
@@ -1602,6 +1641,17 @@ impl Extractor<'_> {
             fc.model.tenant_loop_calls.extend(list);
         }
     }
+}
+
+/// Byte offsets of `Api::namespaced(`/`Api::<K>::namespaced_with(` calls in compact text.
+fn namespaced_api_calls(body: &str) -> Vec<usize> {
+    body.match_indices("::namespaced")
+        .filter(|(i, _)| {
+            let start = i.saturating_sub(48);
+            body.get(start..*i).is_some_and(|before| before.contains("Api"))
+        })
+        .map(|(i, _)| i)
+        .collect()
 }
 
 /// The span of a `Controller::new(`/`Controller::for_stream(`/`watcher(` call in a block.
@@ -1634,7 +1684,8 @@ pub fn mark_namespaced_builders(model: &mut FileModel, file: &syn::File, path: &
     impl<'ast> Visit<'ast> for V<'_> {
         fn visit_item_fn(&mut self, f: &'ast syn::ItemFn) {
             let body = compact(&f.block);
-            if body.contains("Api::namespaced") {
+            let calls = namespaced_api_calls(&body);
+            if !calls.is_empty() {
                 let params: Vec<String> = f
                     .sig
                     .inputs
@@ -1645,8 +1696,8 @@ pub fn mark_namespaced_builders(model: &mut FileModel, file: &syn::File, path: &
                     })
                     .collect();
                 let ns_from_param = params.iter().any(|p| {
-                    body.match_indices("Api::namespaced").any(|(i, _)| {
-                        let tail: String = body[i..].chars().take(120).collect();
+                    calls.iter().any(|i| {
+                        let tail: String = body[*i..].chars().take(160).collect();
                         let args = tail.split(')').next().unwrap_or("");
                         contains_ident(args, p)
                     })

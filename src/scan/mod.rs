@@ -76,8 +76,9 @@ const NEEDLES: &[&str] = &[
     "sleep", "fs::", "block_on", "lock()", "Command", "label", "counter!", "gauge!", "histogram!",
     "KeyValue", "requeue", "blocking",
 ];
-/// A crate none of whose files mention these has no kube-rs controller in it.
-const UNIT_NEEDLES: &[&str] = &["kube", "k8s_openapi"];
+/// A crate none of whose files use kube has no kube-rs controller in it (k8s-openapi alone is
+/// types, not a client).
+const UNIT_NEEDLES: &[&str] = &["kube::", "kube_runtime", "kube_client", "kube_core", "kube::{"];
 
 /// Nesting deeper than this is reported instead of parsed (syn recurses per level).
 const MAX_NESTING: usize = 256;

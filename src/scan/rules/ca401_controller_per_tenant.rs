@@ -6,6 +6,7 @@ use crate::finding::{Evidence, Finding};
 
 pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
     let help = "run one cluster-wide Controller on `Api::all(client)` (filter tenants in reconcile or with a label selector) and share its Store";
+    let mut seen = std::collections::HashSet::new();
     for id in cx.unit.all_fns() {
         let func = cx.unit.func(id);
         for s in &func.tenant_controllers {
@@ -18,7 +19,9 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
         }
         for (callee, call_span) in &func.tenant_loop_calls {
             for cid in cx.unit.resolve(callee, id.0) {
-                if let Some(site) = &cx.unit.func(cid).builds_namespaced_controller {
+                if let Some(site) = &cx.unit.func(cid).builds_namespaced_controller
+                    && seen.insert(site.span.clone())
+                {
                     let mut f = finding(
                         "CA401",
                         site.span.clone(),
