@@ -31,6 +31,19 @@ trap on_signal INT TERM
 ci=0
 case ${CI:-} in true | 1) ci=1 ;; esac
 
+# testenv makes its PKI with openssl and probes readiness with curl: install them where we can.
+for tool in openssl curl; do
+	if ! command -v "$tool" >/dev/null 2>&1; then
+		if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+			echo "test.sh: installing $tool (apt-get)" >&2
+			apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$tool" >/dev/null
+		else
+			echo "test.sh: '$tool' is not on PATH; install it (e.g. apt-get install $tool)" >&2
+			exit 1
+		fi
+	fi
+done
+
 if command -v go >/dev/null 2>&1; then
 	testenv/build.sh
 	# The state dir is known before start.sh returns (--state-dir), so the trap can clean up a start that is
