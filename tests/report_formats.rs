@@ -3,7 +3,7 @@
 
 use ctrlaudit::finding::{Evidence, Finding, Lens, Severity, Span, Subject, sort_findings};
 use ctrlaudit::report::{Format, Note, Report, render};
-use ctrlaudit::rules::{RULES, REPOSITORY_URL};
+use ctrlaudit::rules::{REPOSITORY_URL, RULES};
 use serde_json::Value;
 
 const TRICKY: &str = r#"annotation "example.com/last-sync" set to <now> & 100%, every: reconcile"#;
@@ -134,8 +134,10 @@ fn table_lists_findings_notes_summary_and_stats() {
         "CA202",
         "Widget.example.com default/w1",
         "manager=widget-controller",
-        "help: write the timestamp to status only when something changed",
-        "src/main.rs:80:5: the Controller that watches the object it writes",
+        // The message column wraps at the fixed width of 120.
+        "help: write the timestamp to status only when something",
+        "↳ src/main.rs:80:5: the Controller that watches the",
+        "↳ via reconcile → stamp",
         "skipped: src/gen/huge.rs — larger than 2 MiB",
         "3 findings (1 error, 1 warning, 1 info)",
         "files scanned: 42, files parsed: 7, duration: 0.12s",
@@ -265,7 +267,10 @@ fn the_schema_catches_mistakes() {
 #[test]
 fn sarif_tool_and_rules() {
     let v = assert_valid_sarif(&render_all(Format::Sarif, "scan", &findings(), &notes()));
-    assert_eq!(v["$schema"], "https://json.schemastore.org/sarif-2.1.0.json");
+    assert_eq!(
+        v["$schema"],
+        "https://json.schemastore.org/sarif-2.1.0.json"
+    );
     assert_eq!(v["version"], "2.1.0");
     let runs = v["runs"].as_array().expect("runs");
     assert_eq!(runs.len(), 1);
@@ -367,7 +372,10 @@ fn sarif_results() {
         logical["fullyQualifiedName"],
         "manager=widget-controller user=system:serviceaccount:ops:widget"
     );
-    assert_eq!(ctl["partialFingerprints"]["ctrlaudit/v1"], fs[2].fingerprint());
+    assert_eq!(
+        ctl["partialFingerprints"]["ctrlaudit/v1"],
+        fs[2].fingerprint()
+    );
 }
 
 // ---------------------------------------------------------------- junit
@@ -446,7 +454,9 @@ fn check_attrs(attrs: &str) -> Result<(), String> {
     let mut s = attrs.trim();
     let mut names = Vec::new();
     while !s.is_empty() {
-        let eq = s.find('=').ok_or(format!("attribute without value: {s:?}"))?;
+        let eq = s
+            .find('=')
+            .ok_or(format!("attribute without value: {s:?}"))?;
         let name = s[..eq].trim();
         if names.contains(&name) {
             return Err(format!("duplicate attribute {name}"));
@@ -499,9 +509,9 @@ fn junit_scan_has_one_case_per_scan_rule() {
         );
     }
     // Passing rules are self-closing test cases.
-    assert!(out.contains(
-        r#"<testcase name="CA001 unparsable-source" classname="ctrlaudit.scan"/>"#
-    ));
+    assert!(
+        out.contains(r#"<testcase name="CA001 unparsable-source" classname="ctrlaudit.scan"/>"#)
+    );
     // The failure's message attribute is the finding's message, escaped.
     let start = out.find(r#"<failure message=""#).expect("failure") + r#"<failure message=""#.len();
     let end = out[start..].find('"').expect("attr end") + start;

@@ -19,7 +19,11 @@ pub fn render(report: &Report<'_>) -> anyhow::Result<String> {
             escape_data(&format!("{} — {}", note.subject, note.message))
         )?;
     }
-    let mut summary = format!("ctrlaudit {}: {}", report.command, summary_line(report.findings));
+    let mut summary = format!(
+        "ctrlaudit {}: {}",
+        report.command,
+        summary_line(report.findings)
+    );
     let stats = stats_line(report.stats);
     if !stats.is_empty() {
         summary.push_str(" (");

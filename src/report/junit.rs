@@ -21,7 +21,11 @@ pub fn render(report: &Report<'_>) -> anyhow::Result<String> {
         .filter(|r| lens.is_none_or(|l| r.has_lens(l)))
         .map(|r| Case {
             name: format!("{} {}", r.code, r.name),
-            findings: report.findings.iter().filter(|f| f.code == r.code).collect(),
+            findings: report
+                .findings
+                .iter()
+                .filter(|f| f.code == r.code)
+                .collect(),
         })
         .collect();
     // Findings of a rule outside the lens (or unknown to the registry) still get a test case.
@@ -106,7 +110,11 @@ pub fn render(report: &Report<'_>) -> anyhow::Result<String> {
     }
     if !report.notes.is_empty() {
         let notes: Vec<String> = report.notes.iter().map(note_line).collect();
-        writeln!(out, "    <system-out>{}</system-out>", text(&notes.join("\n")))?;
+        writeln!(
+            out,
+            "    <system-out>{}</system-out>",
+            text(&notes.join("\n"))
+        )?;
     }
     writeln!(out, "  </testsuite>")?;
     writeln!(out, "</testsuites>")?;

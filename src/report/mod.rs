@@ -143,7 +143,11 @@ pub fn summary_line(findings: &[Finding]) -> String {
         c.error,
         if c.error == 1 { "error" } else { "errors" },
         c.warning,
-        if c.warning == 1 { "warning" } else { "warnings" },
+        if c.warning == 1 {
+            "warning"
+        } else {
+            "warnings"
+        },
         c.info,
     )
 }

@@ -263,39 +263,52 @@ fn descriptor(rule: &Rule) -> ReportingDescriptor {
     }
 }
 
-/// The first paragraph of the doc's "What it is" section, or the summary when the doc has none.
+/// The doc's opening paragraph (under the title), else the first paragraph of its "What it is" section,
+/// else the rule's summary. Tables, code and headings are not paragraphs.
 fn full_description(rule: &Rule) -> String {
-    let mut in_section = false;
+    let doc = rule.doc();
+    first_paragraph(doc, |heading| heading.is_none())
+        .or_else(|| {
+            first_paragraph(doc, |heading| {
+                heading.is_some_and(|h| h.to_ascii_lowercase().starts_with("what it is"))
+            })
+        })
+        .unwrap_or_else(|| rule.summary.to_string())
+}
+
+/// The first prose paragraph of the section selected by `wanted`, which is called with `None` for the text
+/// before the first `##` heading and with `Some(heading)` for each `##` (or deeper) section.
+fn first_paragraph(doc: &str, wanted: impl Fn(Option<&str>) -> bool) -> Option<String> {
+    let mut in_section = wanted(None);
+    let mut in_code = false;
     let mut para: Vec<&str> = Vec::new();
-    for line in rule.doc().lines() {
+    for line in doc.lines() {
         let t = line.trim();
-        if let Some(heading) = t.strip_prefix('#') {
-            if in_section && !para.is_empty() {
+        if t.starts_with("```") {
+            in_code = !in_code;
+            if !para.is_empty() {
                 break;
             }
-            in_section = heading
-                .trim_start_matches('#')
-                .trim()
-                .to_ascii_lowercase()
-                .starts_with("what it is");
             continue;
         }
-        if !in_section {
+        if in_code {
             continue;
         }
-        if t.is_empty() {
-            if para.is_empty() {
-                continue;
+        if let Some(heading) = t.strip_prefix("##") {
+            if !para.is_empty() {
+                break;
             }
+            in_section = wanted(Some(heading.trim_start_matches('#').trim()));
+            continue;
+        }
+        let prose = !(t.is_empty() || t.starts_with('#') || t.starts_with('|'));
+        if in_section && prose {
+            para.push(t);
+        } else if !para.is_empty() {
             break;
         }
-        para.push(t);
     }
-    if para.is_empty() {
-        rule.summary.to_string()
-    } else {
-        para.join(" ")
-    }
+    (!para.is_empty()).then(|| para.join(" "))
 }
 
 fn result(f: &Finding) -> SarifResult<'_> {
@@ -383,19 +396,27 @@ fn region(span: &Span) -> Option<Region> {
 /// Characters that may not appear in a URI are percent-encoded.
 fn artifact_uri(file: &str) -> (String, Option<&'static str>) {
     let path = normalize_path(file);
-    let windows_drive = path.len() >= 2
-        && path.as_bytes()[1] == b':'
-        && path.as_bytes()[0].is_ascii_alphabetic();
+    let b = path.as_bytes();
+    let windows_drive = b.len() >= 3 && b[0].is_ascii_alphabetic() && b[1] == b':' && b[2] == b'/';
     if path.starts_with('/') {
         (format!("file://{}", encode_path(&path)), None)
     } else if windows_drive {
         (format!("file:///{}", encode_path(&path)), None)
     } else {
-        (encode_path(&path), Some(SRCROOT))
+        let uri = encode_path(&path);
+        // A relative reference must not have a colon in its first segment (RFC 3986 §4.2).
+        let uri = match uri.split('/').next() {
+            Some(first) if first.contains(':') => {
+                let escaped = first.replace(':', "%3A");
+                format!("{escaped}{}", &uri[first.len()..])
+            }
+            _ => uri,
+        };
+        (uri, Some(SRCROOT))
     }
 }
 
-/// Percent-encodes everything outside RFC 3986 `pchar` and `/` (as UTF-8 bytes).
+/// Percent-encodes everything outside RFC 3986 `pchar` and `/` (as UTF-8 bytes), and `%` itself.
 fn encode_path(path: &str) -> String {
     let mut out = String::with_capacity(path.len());
     for b in path.bytes() {
@@ -417,6 +438,7 @@ fn encode_path(path: &str) -> String {
                     | b','
                     | b';'
                     | b'='
+                    | b':'
                     | b'@'
             );
         if keep {
@@ -424,12 +446,6 @@ fn encode_path(path: &str) -> String {
         } else {
             out.push_str(&format!("%{b:02X}"));
         }
-    }
-    // A relative reference must not have a colon in its first segment (RFC 3986 §4.2).
-    if let Some(first) = out.split('/').next()
-        && first.contains(':')
-    {
-        return out.replacen(':', "%3A", 1);
     }
     out
 }
@@ -521,7 +537,7 @@ mod tests {
             artifact_uri("C:\\op\\src\\main.rs"),
             ("file:///C:/op/src/main.rs".to_string(), None)
         );
-        assert_eq!(artifact_uri("a:b/c.rs").0, "a%3Ab/c.rs");
+        assert_eq!(artifact_uri("a:b:c/d:e.rs").0, "a%3Ab%3Ac/d:e.rs");
         assert_eq!(artifact_uri("src/ünï#?.rs").0, "src/%C3%BCn%C3%AF%23%3F.rs");
     }
 
@@ -545,6 +561,23 @@ mod tests {
                 end_line: 4,
                 end_column: 2
             })
+        );
+    }
+
+    #[test]
+    fn first_paragraphs() {
+        let doc = "# CA0 x\n\nOpening line one\nline two.\n\n| a | b |\n\n## What it is\n\n```rust\nfn f() {}\n```\nWhat.\n\n## Next\n";
+        assert_eq!(
+            first_paragraph(doc, |h| h.is_none()).as_deref(),
+            Some("Opening line one line two.")
+        );
+        assert_eq!(
+            first_paragraph(doc, |h| h == Some("What it is")).as_deref(),
+            Some("What.")
+        );
+        assert_eq!(
+            first_paragraph("# T\n## What it is\n", |h| h.is_none()),
+            None
         );
     }
 

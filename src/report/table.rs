@@ -78,7 +78,7 @@ fn findings_table(findings: &[Finding], color: bool, width: u16) -> Table {
     for f in findings {
         let mut message = f.message.clone();
         for line in evidence_lines(f) {
-            message.push_str("\n  ↳ ");
+            message.push_str("\n↳ ");
             message.push_str(&line);
         }
         if !f.help.is_empty() {

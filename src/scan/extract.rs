@@ -102,6 +102,8 @@ pub struct Extractor<'a> {
     aliases: &'a std::collections::BTreeMap<String, String>,
     consts: HashMap<String, f64>,
     api_fields: HashMap<String, String>,
+    /// Functions of this file that return a `Controller<K>`: name → (has predicate, config set).
+    controller_builders: HashMap<String, (bool, bool)>,
     pub model: FileModel,
     fns: Vec<FnCtx>,
     scopes: Vec<Scope>,
@@ -305,6 +307,7 @@ impl<'a> Extractor<'a> {
             aliases,
             consts: HashMap::new(),
             api_fields: HashMap::new(),
+            controller_builders: HashMap::new(),
             model: FileModel {
                 path: path.to_string(),
                 ..Default::default()
@@ -574,6 +577,17 @@ impl<'a> Extractor<'a> {
             Expr::Call(c) => {
                 let Expr::Path(p) = &*c.func else { return None };
                 let segs = &p.path.segments;
+                // A crate function that builds and returns the Controller: `controller(api, cfg).run(..)`.
+                if let Some(last) = segs.last()
+                    && let Some((has_predicate, configured)) = self.controller_builders.get(&last.ident.to_string())
+                {
+                    return Some(ControllerRoot::New {
+                        span: c.span(),
+                        kind: None,
+                        has_predicate: *has_predicate,
+                        config: if *configured { ConcurrencyConfig::Unknown } else { ConcurrencyConfig::Absent },
+                    });
+                }
                 if segs.len() < 2 {
                     return None;
                 }
@@ -616,7 +630,7 @@ impl<'a> Extractor<'a> {
                         }
                     }
                 }
-                Some(ControllerRoot::New { span: c.span(), kind, has_predicate })
+                Some(ControllerRoot::New { span: c.span(), kind, has_predicate, config: ConcurrencyConfig::Absent })
             }
             Expr::Path(p) if p.path.segments.len() == 1 => {
                 let v = self.var(&p.path.segments[0].ident.to_string())?;
@@ -664,7 +678,7 @@ impl<'a> Extractor<'a> {
         let root = Self::chain(outer, &mut calls);
         let croot = self.controller_root(root)?;
         let idx = match croot {
-            ControllerRoot::New { span, kind, has_predicate } => {
+            ControllerRoot::New { span, kind, has_predicate, config } => {
                 let k = key(span);
                 if !self.seen_chains.insert(k) {
                     return None;
@@ -675,7 +689,7 @@ impl<'a> Extractor<'a> {
                     in_fn,
                     kind,
                     has_predicate,
-                    config: ConcurrencyConfig::Absent,
+                    config,
                     run: None,
                 });
                 self.model.controllers.len() - 1
@@ -854,6 +868,7 @@ enum ControllerRoot {
         span: proc_macro2::Span,
         kind: Option<String>,
         has_predicate: bool,
+        config: ConcurrencyConfig,
     },
     Var(usize),
 }
@@ -1027,7 +1042,16 @@ impl<'ast> Visit<'ast> for PrePass<'_, '_> {
         }
         visit::visit_item_struct(self, s);
     }
-    fn visit_item_fn(&mut self, _: &'ast syn::ItemFn) {}
+    fn visit_item_fn(&mut self, f: &'ast syn::ItemFn) {
+        let ret = compact(&f.sig.output);
+        if ret.starts_with("->Controller<") || ret.contains("::Controller<") {
+            let body = compact(&f.block);
+            self.ex.controller_builders.insert(
+                f.sig.ident.to_string(),
+                (body.contains("predicate_filter"), body.contains(".with_config(")),
+            );
+        }
+    }
     fn visit_impl_item_fn(&mut self, _: &'ast syn::ImplItemFn) {}
 }
 

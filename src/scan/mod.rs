@@ -177,6 +177,22 @@ fn cargo_root(dir: &Path, cache: &mut HashMap<PathBuf, Option<PathBuf>>) -> Opti
     found
 }
 
+/// Is this the directory of one of kube-rs's own library crates?
+fn is_kube_itself(root: &Path) -> bool {
+    const KUBE_CRATES: &[&str] = &["kube", "kube-client", "kube-runtime", "kube-core", "kube-derive"];
+    let Ok(text) = std::fs::read_to_string(root.join("Cargo.toml")) else {
+        return false;
+    };
+    let Ok(manifest) = text.parse::<toml::Table>() else {
+        return false;
+    };
+    manifest
+        .get("package")
+        .and_then(|p| p.get("name"))
+        .and_then(|n| n.as_str())
+        .is_some_and(|n| KUBE_CRATES.contains(&n))
+}
+
 /// The compilation unit a Rust file belongs to, as cargo builds it: `src/**` (and the crate root
 /// directory) form the crate; each entry of `examples/`, `tests/`, `benches/` is a crate of its
 /// own; any other file (fixtures, snippets) stands alone.
@@ -327,6 +343,9 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
     for p in &walked.rust {
         units.entry(unit_of(p, &mut cache)).or_default().0.push(p.clone());
     }
+    // kube's own crates define the APIs the rules are about; their internals (e.g. `Entry::commit`
+    // handing its 409 to the caller) are not a controller's choices.
+    units.retain(|root, _| !is_kube_itself(root));
     // CRD YAML anywhere under a crate's directory joins that crate.
     for p in &walked.yaml {
         let dir = p.parent().unwrap_or(Path::new("."));
