@@ -42,7 +42,7 @@ fi
 
 # 2. The tools.
 cargo build --release --quiet --manifest-path "$root/Cargo.toml" --bin kubectl-ctrlaudit
-ours="$root/target/release/kubectl-ctrlaudit"
+ours="${CARGO_TARGET_DIR:-$root/target}/release/kubectl-ctrlaudit"
 sg=$(command -v ast-grep || true)
 if [ -z "$sg" ]; then
 	if [ ! -x "$work/venv/bin/ast-grep" ]; then

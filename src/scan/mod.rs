@@ -343,9 +343,6 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
     for p in &walked.rust {
         units.entry(unit_of(p, &mut cache)).or_default().0.push(p.clone());
     }
-    // kube's own crates define the APIs the rules are about; their internals (e.g. `Entry::commit`
-    // handing its 409 to the caller) are not a controller's choices.
-    units.retain(|root, _| !is_kube_itself(root));
     // CRD YAML anywhere under a crate's directory joins that crate.
     for p in &walked.yaml {
         let dir = p.parent().unwrap_or(Path::new("."));
@@ -375,7 +372,9 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
                         })
                     })
                     .count();
-                (hits > 0).then_some((root, rs, yaml))
+                // kube's own crates define the APIs the rules are about; their internals (e.g.
+                // `Entry::commit` handing its 409 to the caller) are not a controller's choices.
+                (hits > 0 && !is_kube_itself(&root)).then_some((root, rs, yaml))
             })
             .collect()
     });
