@@ -8,7 +8,11 @@ fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
-            let code = if e.use_stderr() { exit::USAGE } else { exit::CLEAN };
+            let code = if e.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::CLEAN
+            };
             let _ = e.print();
             return ExitCode::from(code);
         }

@@ -205,22 +205,64 @@ pub static RULES: &[Rule] = &[
 /// The rule docs, embedded at build time.
 static DOCS: &[(&str, &str)] = &[
     ("CA001", include_str!("../rules/CA001-unparsable-source.md")),
-    ("CA002", include_str!("../rules/CA002-unused-suppression.md")),
-    ("CA101", include_str!("../rules/CA101-status-written-through-main-resource.md")),
+    (
+        "CA002",
+        include_str!("../rules/CA002-unused-suppression.md"),
+    ),
+    (
+        "CA101",
+        include_str!("../rules/CA101-status-written-through-main-resource.md"),
+    ),
     ("CA102", include_str!("../rules/CA102-convergence-lag.md")),
-    ("CA201", include_str!("../rules/CA201-reconcile-without-generation-predicate.md")),
-    ("CA202", include_str!("../rules/CA202-volatile-value-written-every-reconcile.md")),
+    (
+        "CA201",
+        include_str!("../rules/CA201-reconcile-without-generation-predicate.md"),
+    ),
+    (
+        "CA202",
+        include_str!("../rules/CA202-volatile-value-written-every-reconcile.md"),
+    ),
     ("CA203", include_str!("../rules/CA203-polling-requeue.md")),
-    ("CA204", include_str!("../rules/CA204-error-requeue-without-backoff.md")),
-    ("CA205", include_str!("../rules/CA205-watcher-without-backoff.md")),
-    ("CA301", include_str!("../rules/CA301-replace-without-conflict-handling.md")),
-    ("CA302", include_str!("../rules/CA302-unbounded-reconcile-concurrency.md")),
-    ("CA303", include_str!("../rules/CA303-uncached-read-in-reconcile.md")),
-    ("CA304", include_str!("../rules/CA304-sequential-writes-in-loop.md")),
-    ("CA305", include_str!("../rules/CA305-blocking-call-in-async-reconcile.md")),
-    ("CA401", include_str!("../rules/CA401-controller-per-tenant.md")),
-    ("CA402", include_str!("../rules/CA402-unbounded-metric-label.md")),
-    ("CA403", include_str!("../rules/CA403-write-rate-near-apiserver-ceiling.md")),
+    (
+        "CA204",
+        include_str!("../rules/CA204-error-requeue-without-backoff.md"),
+    ),
+    (
+        "CA205",
+        include_str!("../rules/CA205-watcher-without-backoff.md"),
+    ),
+    (
+        "CA301",
+        include_str!("../rules/CA301-replace-without-conflict-handling.md"),
+    ),
+    (
+        "CA302",
+        include_str!("../rules/CA302-unbounded-reconcile-concurrency.md"),
+    ),
+    (
+        "CA303",
+        include_str!("../rules/CA303-uncached-read-in-reconcile.md"),
+    ),
+    (
+        "CA304",
+        include_str!("../rules/CA304-sequential-writes-in-loop.md"),
+    ),
+    (
+        "CA305",
+        include_str!("../rules/CA305-blocking-call-in-async-reconcile.md"),
+    ),
+    (
+        "CA401",
+        include_str!("../rules/CA401-controller-per-tenant.md"),
+    ),
+    (
+        "CA402",
+        include_str!("../rules/CA402-unbounded-metric-label.md"),
+    ),
+    (
+        "CA403",
+        include_str!("../rules/CA403-write-rate-near-apiserver-ceiling.md"),
+    ),
 ];
 
 /// Looks a rule up by code (case-insensitive) or by name.

@@ -27,7 +27,12 @@ fn missing_path_is_a_usage_error() {
 fn unknown_rule_and_bad_flags_are_usage_errors() {
     assert_eq!(run(&["rules", "CA999"]).status.code(), Some(2));
     assert_eq!(run(&["scan", ".", "-A", "CA999"]).status.code(), Some(2));
-    assert_eq!(run(&["scan", ".", "--output-file", "xml=out"]).status.code(), Some(2));
+    assert_eq!(
+        run(&["scan", ".", "--output-file", "xml=out"])
+            .status
+            .code(),
+        Some(2)
+    );
     assert_eq!(run(&["frobnicate"]).status.code(), Some(2));
 }
 
@@ -37,7 +42,11 @@ fn rules_lists_the_catalogue_and_explains_one() {
     assert_eq!(o.status.code(), Some(0));
     let out = stdout(&o);
     for r in ctrlaudit::rules::RULES {
-        assert!(out.contains(r.code), "{} missing from the catalogue", r.code);
+        assert!(
+            out.contains(r.code),
+            "{} missing from the catalogue",
+            r.code
+        );
     }
     let o = run(&["rules", "ca202"]);
     assert!(stdout(&o).starts_with("# CA202 volatile-value-written-every-reconcile"));
@@ -65,7 +74,12 @@ fn fixtures_fail_and_levels_change_the_exit_code() {
     let joined = all.join(",");
     let o = run(&["scan", "fixtures/scan/CA203-polling-requeue", "-A", &joined]);
     assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
-    let o = run(&["scan", "fixtures/scan/CA203-polling-requeue", "--fail-on", "never"]);
+    let o = run(&[
+        "scan",
+        "fixtures/scan/CA203-polling-requeue",
+        "--fail-on",
+        "never",
+    ]);
     assert_eq!(o.status.code(), Some(0));
 }
 
@@ -90,8 +104,16 @@ fn baseline_round_trip_and_output_files() {
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
     assert!(stdout(&o).contains("already in the baseline"));
-    assert!(std::fs::read_to_string(&sarif).unwrap().contains("\"2.1.0\""));
-    assert!(std::fs::read_to_string(&junit).unwrap().contains("<testsuite"));
+    assert!(
+        std::fs::read_to_string(&sarif)
+            .unwrap()
+            .contains("\"2.1.0\"")
+    );
+    assert!(
+        std::fs::read_to_string(&junit)
+            .unwrap()
+            .contains("<testsuite")
+    );
 }
 
 #[test]
@@ -107,12 +129,36 @@ fn bad_input_never_aborts_the_scan() {
     std::fs::write(src.join("latin1.rs"), b"use kube::Api;\n// caf\xe9\n").unwrap();
     std::fs::write(src.join("empty.rs"), "").unwrap();
     std::fs::write(src.join("binary.rs"), b"kube\0\0\0\x01\x02").unwrap();
-    std::fs::write(src.join("huge.rs"), format!("// kube\n{}", "// padding line\n".repeat(200_000))).unwrap();
-    std::fs::write(src.join("deep.rs"), format!("use kube::Api;\nfn f() {{ {}1{} }}\n", "[".repeat(5000), "]".repeat(5000))).unwrap();
+    std::fs::write(
+        src.join("huge.rs"),
+        format!("// kube\n{}", "// padding line\n".repeat(200_000)),
+    )
+    .unwrap();
+    std::fs::write(
+        src.join("deep.rs"),
+        format!(
+            "use kube::Api;\nfn f() {{ {}1{} }}\n",
+            "[".repeat(5000),
+            "]".repeat(5000)
+        ),
+    )
+    .unwrap();
     #[cfg(unix)]
     std::os::unix::fs::symlink(&src, src.join("loop")).unwrap();
-    let o = run(&["scan", root.to_str().unwrap(), "-o", "json", "--fail-on", "never"]);
-    assert_eq!(o.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&o.stderr));
+    let o = run(&[
+        "scan",
+        root.to_str().unwrap(),
+        "-o",
+        "json",
+        "--fail-on",
+        "never",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "stderr: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let findings = v["findings"].as_array().unwrap();
     let ca001: Vec<String> = findings
@@ -121,11 +167,20 @@ fn bad_input_never_aborts_the_scan() {
         .map(|f| f["subject"]["file"].as_str().unwrap().to_string())
         .collect();
     for name in ["broken.rs", "latin1.rs", "huge.rs", "deep.rs"] {
-        assert!(ca001.iter().any(|f| f.ends_with(name)), "no CA001 for {name}: {ca001:?}");
+        assert!(
+            ca001.iter().any(|f| f.ends_with(name)),
+            "no CA001 for {name}: {ca001:?}"
+        );
     }
-    assert!(findings.iter().any(|f| f["code"] == "CA203"), "the good file was not scanned");
+    assert!(
+        findings.iter().any(|f| f["code"] == "CA203"),
+        "the good file was not scanned"
+    );
     let notes = v["notes"].to_string();
-    assert!(notes.contains("empty file") && notes.contains("binary file"), "{notes}");
+    assert!(
+        notes.contains("empty file") && notes.contains("binary file"),
+        "{notes}"
+    );
     #[cfg(unix)]
     assert!(notes.contains("symlink loop"), "{notes}");
 }
@@ -163,7 +218,12 @@ pub async fn reconcile(obj: Arc<Widget>, ctx: Arc<Ctx>) -> Result<Action, Error>
         .as_array()
         .unwrap()
         .iter()
-        .map(|f| (f["code"].as_str().unwrap().to_string(), f["severity"].as_str().unwrap().to_string()))
+        .map(|f| {
+            (
+                f["code"].as_str().unwrap().to_string(),
+                f["severity"].as_str().unwrap().to_string(),
+            )
+        })
         .collect();
     // 60 s is polling under the configured 120 s limit, at the configured level.
     assert!(got.contains(&("CA203".into(), "error".into())), "{got:?}");

@@ -40,7 +40,8 @@ fn blocks(doc: &str) -> Vec<(String, String)> {
 fn every_rule_has_a_doc_with_all_sections_in_order() {
     for r in RULES {
         let path = std::path::Path::new("rules").join(r.doc_file());
-        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let text =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         assert_eq!(text, r.doc(), "{}: embedded doc is stale", r.code);
         assert!(
             text.starts_with(&format!("# {} {}", r.code, r.name)),
@@ -51,7 +52,9 @@ fn every_rule_has_a_doc_with_all_sections_in_order() {
         );
         let mut last = 0;
         for s in SECTIONS {
-            let at = text.find(&format!("\n{s}\n")).unwrap_or_else(|| panic!("{}: missing section {s}", r.code));
+            let at = text
+                .find(&format!("\n{s}\n"))
+                .unwrap_or_else(|| panic!("{}: missing section {s}", r.code));
             assert!(at > last, "{}: section {s} out of order", r.code);
             last = at;
         }
@@ -62,11 +65,18 @@ fn every_rule_has_a_doc_with_all_sections_in_order() {
 fn bad_examples_fire_and_good_examples_do_not() {
     let config = Config::default();
     let mut checked = 0;
-    for r in RULES.iter().filter(|r| r.has_lens(Lens::Scan) && !matches!(r.code, "CA001" | "CA002")) {
+    for r in RULES
+        .iter()
+        .filter(|r| r.has_lens(Lens::Scan) && !matches!(r.code, "CA001" | "CA002"))
+    {
         let bs = blocks(r.doc());
         let bad: Vec<_> = bs.iter().filter(|(i, _)| i == "rust,bad").collect();
         let good: Vec<_> = bs.iter().filter(|(i, _)| i == "rust,good").collect();
-        assert!(!bad.is_empty() && !good.is_empty(), "{}: needs ```rust,bad and ```rust,good examples", r.code);
+        assert!(
+            !bad.is_empty() && !good.is_empty(),
+            "{}: needs ```rust,bad and ```rust,good examples",
+            r.code
+        );
         for (_, src) in bad {
             let f = ctrlaudit::scan::scan_source("bad.rs", src, &config);
             assert!(

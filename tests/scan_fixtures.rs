@@ -29,12 +29,18 @@ fn expectations(root: &Path) -> BTreeMap<(String, usize, String), usize> {
         let text = String::from_utf8_lossy(&bytes);
         let name = f.to_string_lossy().replace('\\', "/");
         for (i, line) in text.lines().enumerate() {
-            let Some(pos) = line.find("//~") else { continue };
+            let Some(pos) = line.find("//~") else {
+                continue;
+            };
             let rest = &line[pos + 3..];
             let carets = rest.chars().take_while(|c| *c == '^').count();
-            for code in rest[carets..].split_whitespace().take_while(|w| w.starts_with("CA")) {
+            for code in rest[carets..]
+                .split_whitespace()
+                .take_while(|w| w.starts_with("CA"))
+            {
                 let target = i + 1 - carets;
-                *exp.entry((name.clone(), target, code.to_string())).or_default() += 1;
+                *exp.entry((name.clone(), target, code.to_string()))
+                    .or_default() += 1;
             }
         }
     }
@@ -54,14 +60,19 @@ fn scan_fixtures_match_inline_expectations() {
     let mut actual: BTreeMap<(String, usize, String), usize> = BTreeMap::new();
     for f in &result.findings {
         let s = f.subject.span().unwrap();
-        *actual.entry((s.file.clone(), s.line, f.code.clone())).or_default() += 1;
+        *actual
+            .entry((s.file.clone(), s.line, f.code.clone()))
+            .or_default() += 1;
     }
     let expected = expectations(&root);
     let mut problems = Vec::new();
     for (k, n) in &expected {
         let got = actual.get(k).copied().unwrap_or(0);
         if got < *n {
-            problems.push(format!("missing   {}:{} {} (expected {n}, got {got})", k.0, k.1, k.2));
+            problems.push(format!(
+                "missing   {}:{} {} (expected {n}, got {got})",
+                k.0, k.1, k.2
+            ));
         }
     }
     for (k, n) in &actual {
@@ -70,28 +81,53 @@ fn scan_fixtures_match_inline_expectations() {
             let msg = result
                 .findings
                 .iter()
-                .find(|f| f.code == k.2 && f.subject.span().is_some_and(|s| s.file == k.0 && s.line == k.1))
+                .find(|f| {
+                    f.code == k.2
+                        && f.subject
+                            .span()
+                            .is_some_and(|s| s.file == k.0 && s.line == k.1)
+                })
                 .map(|f| f.message.clone())
                 .unwrap_or_default();
             problems.push(format!("unexpected {}:{} {} — {msg}", k.0, k.1, k.2));
         }
     }
-    assert!(problems.is_empty(), "{} mismatches:\n{}", problems.len(), problems.join("\n"));
-    assert!(expected.len() > 50, "too few expectations: {}", expected.len());
+    assert!(
+        problems.is_empty(),
+        "{} mismatches:\n{}",
+        problems.len(),
+        problems.join("\n")
+    );
+    assert!(
+        expected.len() > 50,
+        "too few expectations: {}",
+        expected.len()
+    );
 }
 
 #[test]
 fn every_scan_rule_has_bad_and_good_fixtures() {
-    for rule in ctrlaudit::rules::RULES.iter().filter(|r| r.has_lens(ctrlaudit::finding::Lens::Scan)) {
+    for rule in ctrlaudit::rules::RULES
+        .iter()
+        .filter(|r| r.has_lens(ctrlaudit::finding::Lens::Scan))
+    {
         let dir = PathBuf::from("fixtures/scan").join(format!("{}-{}", rule.code, rule.name));
         assert!(dir.is_dir(), "no fixture folder {}", dir.display());
         let names: Vec<String> = std::fs::read_dir(&dir)
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
-        assert!(names.iter().any(|n| n.starts_with("bad_")), "{}: no bad_ fixture", rule.code);
+        assert!(
+            names.iter().any(|n| n.starts_with("bad_")),
+            "{}: no bad_ fixture",
+            rule.code
+        );
         if rule.code != "CA001" {
-            assert!(names.iter().any(|n| n.starts_with("good_")), "{}: no good_ fixture", rule.code);
+            assert!(
+                names.iter().any(|n| n.starts_with("good_")),
+                "{}: no good_ fixture",
+                rule.code
+            );
         }
     }
 }

@@ -39,14 +39,20 @@ pub fn write(path: &Path, findings: &[Finding]) -> Result<()> {
             .collect(),
     };
     let text = serde_json::to_string_pretty(&file)?;
-    std::fs::write(path, text + "\n").with_context(|| format!("cannot write baseline {}", path.display()))
+    std::fs::write(path, text + "\n")
+        .with_context(|| format!("cannot write baseline {}", path.display()))
 }
 
 /// Drops the findings present in the baseline at `path` (each baseline entry absorbs one finding).
 pub fn filter(path: &Path, findings: Vec<Finding>) -> Result<(Vec<Finding>, usize)> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read baseline {}", path.display()))?;
-    let file: File = serde_json::from_str(&text)
-        .with_context(|| format!("{} is not a ctrlaudit baseline (write one with --write-baseline)", path.display()))?;
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read baseline {}", path.display()))?;
+    let file: File = serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{} is not a ctrlaudit baseline (write one with --write-baseline)",
+            path.display()
+        )
+    })?;
     let mut budget: HashMap<String, usize> = HashMap::new();
     for e in file.findings {
         *budget.entry(e.fingerprint).or_default() += 1;

@@ -14,15 +14,28 @@ pub fn kinds(text: &str) -> Vec<(String, bool)> {
             continue;
         }
         let Some(spec) = v.get("spec") else { continue };
-        let Some(kind) = spec.get("names").and_then(|n| n.get("kind")).and_then(|k| k.as_str()) else {
+        let Some(kind) = spec
+            .get("names")
+            .and_then(|n| n.get("kind"))
+            .and_then(|k| k.as_str())
+        else {
             continue;
         };
         // apiextensions v1: per version; v1beta1: spec.subresources.
         let per_version = spec
             .get("versions")
             .and_then(|vs| vs.as_sequence())
-            .is_some_and(|vs| vs.iter().any(|ver| ver.get("subresources").and_then(|s| s.get("status")).is_some()));
-        let top = spec.get("subresources").and_then(|s| s.get("status")).is_some();
+            .is_some_and(|vs| {
+                vs.iter().any(|ver| {
+                    ver.get("subresources")
+                        .and_then(|s| s.get("status"))
+                        .is_some()
+                })
+            });
+        let top = spec
+            .get("subresources")
+            .and_then(|s| s.get("status"))
+            .is_some();
         out.push((kind.to_string(), per_version || top));
     }
     out

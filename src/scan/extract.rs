@@ -228,12 +228,23 @@ fn pat_idents(p: &Pat, out: &mut Vec<String>) {
 
 /// A condition that compares old with new, or checks presence: the shape of a write guard.
 fn is_change_guard(cond: &str) -> bool {
-    ["==", "!=", "is_none", "is_some", "contains_key", "<", ">", "!"]
+    [
+        "==",
+        "!=",
+        "is_none",
+        "is_some",
+        "contains_key",
+        "<",
+        ">",
+        "!",
+    ]
+    .iter()
+    .any(|t| cond.contains(t))
+        || [
+            "changed", "differ", "needs", "should", "stale", "outdated", "expired", "elapsed",
+        ]
         .iter()
-        .any(|t| cond.contains(t))
-        || ["changed", "differ", "needs", "should", "stale", "outdated", "expired", "elapsed"]
-            .iter()
-            .any(|w| cond.to_ascii_lowercase().contains(w))
+        .any(|w| cond.to_ascii_lowercase().contains(w))
 }
 
 fn contains_return(e: &impl ToTokens) -> bool {
@@ -288,7 +299,9 @@ fn volatile_in_tokens(
                     return Some((
                         id.span(),
                         src.clone(),
-                        k.clone().or_else(|| last_str.clone()).or_else(|| key.clone()),
+                        k.clone()
+                            .or_else(|| last_str.clone())
+                            .or_else(|| key.clone()),
                         Some(span.clone()),
                     ));
                 }
@@ -300,7 +313,11 @@ fn volatile_in_tokens(
 }
 
 impl<'a> Extractor<'a> {
-    pub fn new(path: &'a str, imports: &'a Imports, aliases: &'a std::collections::BTreeMap<String, String>) -> Self {
+    pub fn new(
+        path: &'a str,
+        imports: &'a Imports,
+        aliases: &'a std::collections::BTreeMap<String, String>,
+    ) -> Self {
         Self {
             path,
             imports,
@@ -327,9 +344,7 @@ impl<'a> Extractor<'a> {
 
     /// Runs the pre-pass (consts, CRDs, `Api<K>` fields) and the main walk.
     pub fn run(mut self, file: &syn::File) -> FileModel {
-        let mut pre = PrePass {
-            ex: &mut self,
-        };
+        let mut pre = PrePass { ex: &mut self };
         pre.visit_file(file);
         self.model.consts = self.consts.iter().map(|(k, v)| (k.clone(), *v)).collect();
         self.model.api_fields = self
@@ -398,7 +413,10 @@ impl<'a> Extractor<'a> {
             return None;
         }
         let ctor = segs[segs.len() - 1].ident.to_string();
-        if !ctor.starts_with("namespaced") && !ctor.starts_with("all") && !ctor.starts_with("default_namespaced") {
+        if !ctor.starts_with("namespaced")
+            && !ctor.starts_with("all")
+            && !ctor.starts_with("default_namespaced")
+        {
             return None;
         }
         let kind = match &api_seg.arguments {
@@ -438,8 +456,10 @@ impl<'a> Extractor<'a> {
         let resolved = self.imports.resolve(&segs);
         let root = resolved.split("::").next().unwrap_or("");
         let external = segs.len() > 1 && EXTERNAL_ROOTS.contains(&root) && root != "crate";
-        let is_type_ctor = segs.len() == 1 && last.chars().next().is_some_and(|c| c.is_ascii_uppercase());
-        if !external && !is_type_ctor
+        let is_type_ctor =
+            segs.len() == 1 && last.chars().next().is_some_and(|c| c.is_ascii_uppercase());
+        if !external
+            && !is_type_ctor
             && let Some(f) = self.fns.last_mut()
         {
             f.model.calls.push(last);
@@ -457,13 +477,17 @@ impl<'a> Extractor<'a> {
             Expr::Call(c) => c.args.iter().any(|a| self.has_status(a, depth + 1)),
             Expr::MethodCall(m) => self.has_status(&m.receiver, depth + 1),
             Expr::Struct(s) => s.fields.iter().any(|f| {
-                matches!(&f.member, syn::Member::Named(i) if i == "status") && compact(&f.expr) != "None"
+                matches!(&f.member, syn::Member::Named(i) if i == "status")
+                    && compact(&f.expr) != "None"
             }),
             Expr::Path(p) if p.path.segments.len() == 1 => {
                 let Some(v) = self.var(&p.path.segments[0].ident.to_string()) else {
                     return false;
                 };
-                v.status_set || v.init.as_ref().is_some_and(|i| self.has_status(i, depth + 1))
+                v.status_set
+                    || v.init
+                        .as_ref()
+                        .is_some_and(|i| self.has_status(i, depth + 1))
             }
             _ => false,
         }
@@ -473,7 +497,9 @@ impl<'a> Extractor<'a> {
         let vars = &self.fns.last()?.vars;
         for n in nodes {
             let mut key = None;
-            if let Some((sp, src, k, origin)) = volatile_in_tokens(n.to_token_stream(), vars, &mut key) {
+            if let Some((sp, src, k, origin)) =
+                volatile_in_tokens(n.to_token_stream(), vars, &mut key)
+            {
                 let span = origin.unwrap_or_else(|| self.span(sp));
                 return Some((span, src, k));
             }
@@ -507,7 +533,13 @@ impl<'a> Extractor<'a> {
             Some(k) => k,
             None => {
                 // An unknown receiver still counts when the arguments are kube's parameter types.
-                let params = ["PatchParams", "PostParams", "DeleteParams", "ListParams", "Patch::"];
+                let params = [
+                    "PatchParams",
+                    "PostParams",
+                    "DeleteParams",
+                    "ListParams",
+                    "Patch::",
+                ];
                 if !params.iter().any(|p| args_text.contains(p)) {
                     return;
                 }
@@ -541,15 +573,15 @@ impl<'a> Extractor<'a> {
         );
         if is_body_write && self.guards == 0 {
             let body: Vec<&Expr> = args.iter().skip(1).copied().collect();
-            if let Some((span, source, key)) = self.find_volatile(&body) {
-                if let Some(f) = self.fns.last_mut() {
-                    f.model.volatile_writes.push(VolatileWrite {
-                        span,
-                        source,
-                        write: call.clone(),
-                        key,
-                    });
-                }
+            if let Some((span, source, key)) = self.find_volatile(&body)
+                && let Some(f) = self.fns.last_mut()
+            {
+                f.model.volatile_writes.push(VolatileWrite {
+                    span,
+                    source,
+                    write: call.clone(),
+                    key,
+                });
             }
         }
         if let Some(f) = self.fns.last_mut() {
@@ -579,13 +611,18 @@ impl<'a> Extractor<'a> {
                 let segs = &p.path.segments;
                 // A crate function that builds and returns the Controller: `controller(api, cfg).run(..)`.
                 if let Some(last) = segs.last()
-                    && let Some((has_predicate, configured)) = self.controller_builders.get(&last.ident.to_string())
+                    && let Some((has_predicate, configured)) =
+                        self.controller_builders.get(&last.ident.to_string())
                 {
                     return Some(ControllerRoot::New {
                         span: c.span(),
                         kind: None,
                         has_predicate: *has_predicate,
-                        config: if *configured { ConcurrencyConfig::Unknown } else { ConcurrencyConfig::Absent },
+                        config: if *configured {
+                            ConcurrencyConfig::Unknown
+                        } else {
+                            ConcurrencyConfig::Absent
+                        },
                     });
                 }
                 if segs.len() < 2 {
@@ -599,7 +636,12 @@ impl<'a> Extractor<'a> {
                 }
                 if !matches!(
                     ctor.as_str(),
-                    "new" | "new_with" | "for_stream" | "for_stream_with" | "for_shared_stream" | "for_shared_stream_with"
+                    "new"
+                        | "new_with"
+                        | "for_stream"
+                        | "for_stream_with"
+                        | "for_shared_stream"
+                        | "for_shared_stream_with"
                 ) {
                     return None;
                 }
@@ -624,13 +666,19 @@ impl<'a> Extractor<'a> {
                         text.push_str(&compact(init));
                     }
                     if ctor.starts_with("for_") {
-                        has_predicate = text.contains("predicate_filter") || text.contains(".predicate(");
+                        has_predicate =
+                            text.contains("predicate_filter") || text.contains(".predicate(");
                         if kind.is_none() {
                             kind = self.kind_in_expr_vars(&text);
                         }
                     }
                 }
-                Some(ControllerRoot::New { span: c.span(), kind, has_predicate, config: ConcurrencyConfig::Absent })
+                Some(ControllerRoot::New {
+                    span: c.span(),
+                    kind,
+                    has_predicate,
+                    config: ConcurrencyConfig::Absent,
+                })
             }
             Expr::Path(p) if p.path.segments.len() == 1 => {
                 let v = self.var(&p.path.segments[0].ident.to_string())?;
@@ -643,7 +691,9 @@ impl<'a> Extractor<'a> {
     fn kind_in_expr_vars(&self, text: &str) -> Option<String> {
         let f = self.fns.last()?;
         f.vars.iter().find_map(|(name, v)| {
-            (v.is_api && v.kind.is_some() && contains_ident(text, name)).then(|| v.kind.clone()).flatten()
+            (v.is_api && v.kind.is_some() && contains_ident(text, name))
+                .then(|| v.kind.clone())
+                .flatten()
         })
     }
 
@@ -678,7 +728,12 @@ impl<'a> Extractor<'a> {
         let root = Self::chain(outer, &mut calls);
         let croot = self.controller_root(root)?;
         let idx = match croot {
-            ControllerRoot::New { span, kind, has_predicate, config } => {
+            ControllerRoot::New {
+                span,
+                kind,
+                has_predicate,
+                config,
+            } => {
                 let k = key(span);
                 if !self.seen_chains.insert(k) {
                     return None;
@@ -751,7 +806,13 @@ impl<'a> Extractor<'a> {
         Some(idx)
     }
 
-    fn enter_fn(&mut self, name: String, self_ty: Option<String>, sig: &syn::Signature, span: proc_macro2::Span) {
+    fn enter_fn(
+        &mut self,
+        name: String,
+        self_ty: Option<String>,
+        sig: &syn::Signature,
+        span: proc_macro2::Span,
+    ) {
         let mut ctx = FnCtx::default();
         let ret = compact(&sig.output);
         ctx.model.name = name;
@@ -765,7 +826,14 @@ impl<'a> Extractor<'a> {
             let pname = pat_ident(&pt.pat).unwrap_or_default();
             ctx.params.insert(pname.clone());
             if let Some(kind) = api_kind_of_type(&pt.ty) {
-                ctx.vars.insert(pname.clone(), Var { is_api: true, kind, ..Default::default() });
+                ctx.vars.insert(
+                    pname.clone(),
+                    Var {
+                        is_api: true,
+                        kind,
+                        ..Default::default()
+                    },
+                );
             }
             if first_typed && ctx.model.returns_action {
                 ctx.model.object_kind = object_kind_of_type(&pt.ty);
@@ -773,7 +841,10 @@ impl<'a> Extractor<'a> {
             if !first_typed && matches!(&*pt.ty, Type::Reference(_)) {
                 ctx.model.has_error_ref_param = true;
             }
-            if first_typed && matches!(&*pt.ty, Type::Reference(r) if !compact(&r.elem).contains("Arc")) && sig.inputs.len() == 2 {
+            if first_typed
+                && matches!(&*pt.ty, Type::Reference(r) if !compact(&r.elem).contains("Arc"))
+                && sig.inputs.len() == 2
+            {
                 // ≤0.74 error_policy(&E, Context<T>)
                 ctx.model.has_error_ref_param = ctx.model.returns_action && !ctx.model.is_async;
             }
@@ -783,7 +854,9 @@ impl<'a> Extractor<'a> {
     }
 
     fn exit_fn(&mut self, block: &syn::Block) {
-        let Some(mut ctx) = self.fns.pop() else { return };
+        let Some(mut ctx) = self.fns.pop() else {
+            return;
+        };
         ctx.model.returns = collect_returns(block)
             .into_iter()
             .map(|e| self.requeue_of(&e, &ctx))
@@ -804,9 +877,16 @@ impl<'a> Extractor<'a> {
                 }
                 let ok = match &bound {
                     Some(name) => {
-                        let uses: Vec<&String> = stmts.iter().filter(|s| contains_ident(s, name) && **s != stmt).collect();
-                        let safe = uses.iter().any(|s| has_backoff(s) || hands_to_controller(s));
-                        let consumed = uses.iter().any(|s| consumes(s, Some(name)) || consumes(s, None));
+                        let uses: Vec<&String> = stmts
+                            .iter()
+                            .filter(|s| contains_ident(s, name) && **s != stmt)
+                            .collect();
+                        let safe = uses
+                            .iter()
+                            .any(|s| has_backoff(s) || hands_to_controller(s));
+                        let consumed = uses
+                            .iter()
+                            .any(|s| consumes(s, Some(name)) || consumes(s, None));
                         safe || !consumed
                     }
                     None => !consumes(&stmt, None),
@@ -836,7 +916,12 @@ impl<'a> Extractor<'a> {
                     } else {
                         duration_secs(arg, &self.consts, &locals)
                     };
-                    return Some(Requeue { span: self.span(c.span()), secs, conditional: false, text: compact(c) });
+                    return Some(Requeue {
+                        span: self.span(c.span()),
+                        secs,
+                        conditional: false,
+                        text: compact(c),
+                    });
                 }
                 if (t == "Ok" || t.ends_with("::Ok")) && c.args.len() == 1 {
                     return self.requeue_of(&c.args[0], ctx);
@@ -844,13 +929,21 @@ impl<'a> Extractor<'a> {
                 None
             }
             Expr::Struct(s) if compact(&s.path).ends_with("ReconcilerAction") => {
-                let f = s.fields.iter().find(|f| matches!(&f.member, syn::Member::Named(i) if i == "requeue_after"))?;
+                let f = s
+                    .fields
+                    .iter()
+                    .find(|f| matches!(&f.member, syn::Member::Named(i) if i == "requeue_after"))?;
                 let d = match &f.expr {
                     Expr::Call(c) if compact(&c.func) == "Some" => c.args.first()?,
                     _ => return None,
                 };
                 let secs = duration_secs(d, &self.consts, &locals);
-                Some(Requeue { span: self.span(f.span()), secs, conditional: false, text: compact(f) })
+                Some(Requeue {
+                    span: self.span(f.span()),
+                    secs,
+                    conditional: false,
+                    text: compact(f),
+                })
             }
             _ => None,
         }
@@ -878,7 +971,8 @@ fn contains_ident(text: &str, name: &str) -> bool {
     let mut start = 0;
     while let Some(i) = text[start..].find(name) {
         let i = start + i;
-        let before = i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_' || b[i - 1] == b'.');
+        let before =
+            i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_' || b[i - 1] == b'.');
         let j = i + name.len();
         let after = j >= b.len() || !(b[j].is_ascii_alphanumeric() || b[j] == b'_');
         if before && after {
@@ -901,7 +995,15 @@ fn hands_to_controller(stmt: &str) -> bool {
 }
 
 fn consumes(stmt: &str, name: Option<&str>) -> bool {
-    let consumers = [".for_each(", ".try_for_each(", ".next()", ".try_next()", ".for_each_concurrent(", ".collect::<", "spawn("];
+    let consumers = [
+        ".for_each(",
+        ".try_for_each(",
+        ".next()",
+        ".try_next()",
+        ".for_each_concurrent(",
+        ".collect::<",
+        "spawn(",
+    ];
     match name {
         None => consumers.iter().any(|c| stmt.contains(c)),
         Some(n) => {
@@ -913,7 +1015,12 @@ fn consumes(stmt: &str, name: Option<&str>) -> bool {
 }
 
 fn macro_has_status_key(m: &syn::Macro) -> bool {
-    let last = m.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
+    let last = m
+        .path
+        .segments
+        .last()
+        .map(|s| s.ident.to_string())
+        .unwrap_or_default();
     if last != "json" {
         return false;
     }
@@ -929,7 +1036,9 @@ fn macro_has_status_key(m: &syn::Macro) -> bool {
         match t {
             TokenTree::Punct(p) if p.as_char() == ',' => at_key = true,
             TokenTree::Literal(l) if at_key => {
-                if l.to_string() == "\"status\"" && toks.get(i + 1).is_some_and(|n| n.to_string() == ":") {
+                if l.to_string() == "\"status\""
+                    && toks.get(i + 1).is_some_and(|n| n.to_string() == ":")
+                {
                     return true;
                 }
                 at_key = false;
@@ -1006,7 +1115,8 @@ struct PrePass<'x, 'a> {
 
 impl<'ast> Visit<'ast> for PrePass<'_, '_> {
     fn visit_item_const(&mut self, c: &'ast syn::ItemConst) {
-        let v = number(&c.expr, &self.ex.consts).or_else(|| duration_secs(&c.expr, &self.ex.consts, &|_| None));
+        let v = number(&c.expr, &self.ex.consts)
+            .or_else(|| duration_secs(&c.expr, &self.ex.consts, &|_| None));
         if let Some(v) = v {
             self.ex.consts.insert(c.ident.to_string(), v);
         }
@@ -1022,7 +1132,10 @@ impl<'ast> Visit<'ast> for PrePass<'_, '_> {
                 self.ex.api_fields.insert(name.to_string(), kind);
             }
         }
-        let derives_cr = s.attrs.iter().any(|a| a.path().is_ident("derive") && compact(&a.meta).contains("CustomResource"));
+        let derives_cr = s
+            .attrs
+            .iter()
+            .any(|a| a.path().is_ident("derive") && compact(&a.meta).contains("CustomResource"));
         if derives_cr {
             let mut kind = None;
             let mut has_status = false;
@@ -1037,7 +1150,11 @@ impl<'ast> Visit<'ast> for PrePass<'_, '_> {
             }
             if let Some(kind) = kind {
                 let span = self.ex.span(s.ident.span());
-                self.ex.model.crds.push(CrdDecl { kind, has_status, span });
+                self.ex.model.crds.push(CrdDecl {
+                    kind,
+                    has_status,
+                    span,
+                });
             }
         }
         visit::visit_item_struct(self, s);
@@ -1048,7 +1165,10 @@ impl<'ast> Visit<'ast> for PrePass<'_, '_> {
             let body = compact(&f.block);
             self.ex.controller_builders.insert(
                 f.sig.ident.to_string(),
-                (body.contains("predicate_filter"), body.contains(".with_config(")),
+                (
+                    body.contains("predicate_filter"),
+                    body.contains(".with_config("),
+                ),
             );
         }
     }
@@ -1059,12 +1179,16 @@ impl<'ast> Visit<'ast> for PrePass<'_, '_> {
 fn attr_value(text: &str, key: &str) -> Option<String> {
     let mut rest = text;
     while let Some(i) = rest.find(key) {
-        let before_ok = i == 0 || !rest.as_bytes()[i - 1].is_ascii_alphanumeric() && rest.as_bytes()[i - 1] != b'_';
+        let before_ok = i == 0
+            || !rest.as_bytes()[i - 1].is_ascii_alphanumeric() && rest.as_bytes()[i - 1] != b'_';
         let after = rest[i + key.len()..].trim_start();
         if before_ok && let Some(v) = after.strip_prefix('=') {
             let v = v.trim_start();
             if let Some(v) = v.strip_prefix('"') {
-                return v.split('"').next().map(|s| s.rsplit("::").next().unwrap_or(s).to_string());
+                return v
+                    .split('"')
+                    .next()
+                    .map(|s| s.rsplit("::").next().unwrap_or(s).to_string());
             }
         }
         rest = &rest[i + key.len()..];
@@ -1076,7 +1200,9 @@ fn attr_value(text: &str, key: &str) -> Option<String> {
 fn is_test_code(attrs: &[syn::Attribute]) -> bool {
     attrs.iter().any(|a| {
         let path = compact(a.path());
-        path == "test" || path.ends_with("::test") || (path == "cfg" && compact(&a.meta).contains("cfg(test)"))
+        path == "test"
+            || path.ends_with("::test")
+            || (path == "cfg" && compact(&a.meta).contains("cfg(test)"))
     })
 }
 
@@ -1100,7 +1226,12 @@ impl<'ast> Visit<'ast> for Extractor<'_> {
         let self_ty = compact(&i.self_ty);
         for item in &i.items {
             if let syn::ImplItem::Fn(f) = item {
-                self.enter_fn(f.sig.ident.to_string(), Some(self_ty.clone()), &f.sig, f.sig.ident.span());
+                self.enter_fn(
+                    f.sig.ident.to_string(),
+                    Some(self_ty.clone()),
+                    &f.sig,
+                    f.sig.ident.span(),
+                );
                 visit::visit_impl_item_fn(self, f);
                 self.exit_fn(&f.block);
             } else {
@@ -1166,9 +1297,7 @@ impl<'ast> Visit<'ast> for Extractor<'_> {
                             || t.contains(&format!("{l}.expect("))
                     })
                     && !t.contains(".await");
-                if sync_lock
-                    && let Some(g) = pat_ident(&l.pat)
-                {
+                if sync_lock && let Some(g) = pat_ident(&l.pat) {
                     let rest = &b.stmts[i + 1..];
                     let mut across = false;
                     for r in rest {
@@ -1184,7 +1313,11 @@ impl<'ast> Visit<'ast> for Extractor<'_> {
                     if across && self.blocking_ok == 0 {
                         let span = self.span(l.span());
                         if let Some(f) = self.fns.last_mut() {
-                            f.model.blocking.push(Site { span, what: format!("std Mutex guard `{g}` held across .await"), in_fn: f.model.name.clone() });
+                            f.model.blocking.push(Site {
+                                span,
+                                what: format!("std Mutex guard `{g}` held across .await"),
+                                in_fn: f.model.name.clone(),
+                            });
                         }
                     }
                 }
@@ -1209,8 +1342,12 @@ impl<'ast> Visit<'ast> for Extractor<'_> {
             let mut calls = Vec::new();
             let root = Self::chain(expr, &mut calls);
             match root {
-                Expr::Call(c) if calls.iter().all(|m| m.method == "clone") => self.api_constructor(c),
-                other if calls.is_empty() || calls.iter().all(|m| m.method == "clone") => self.api_receiver(other),
+                Expr::Call(c) if calls.iter().all(|m| m.method == "clone") => {
+                    self.api_constructor(c)
+                }
+                other if calls.is_empty() || calls.iter().all(|m| m.method == "clone") => {
+                    self.api_receiver(other)
+                }
                 _ => None,
             }
         });
@@ -1252,7 +1389,9 @@ impl<'ast> Visit<'ast> for Extractor<'_> {
 
     fn visit_expr_assign(&mut self, a: &'ast syn::ExprAssign) {
         visit::visit_expr_assign(self, a);
-        let Some(root) = root_var(&a.left) else { return };
+        let Some(root) = root_var(&a.left) else {
+            return;
+        };
         let lhs = compact(&a.left);
         let volatile = self.find_volatile(&[&a.right]);
         let sets_status = lhs.ends_with(".status") && compact(&a.right) != "None";
@@ -1322,8 +1461,18 @@ impl<'ast> Visit<'ast> for Extractor<'_> {
             let args: Vec<&Expr> = m.args.iter().collect();
             if let Some((span, src, key)) = self.find_volatile(&args) {
                 let key = key.or_else(|| match args.first() {
-                    Some(Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. })) if args.len() > 1 => Some(s.value()),
-                    Some(e) if args.len() > 1 => Some(compact(e).trim_matches('"').trim_end_matches(".into()").trim_end_matches(".to_string()").trim_matches('"').to_string()),
+                    Some(Expr::Lit(syn::ExprLit {
+                        lit: syn::Lit::Str(s),
+                        ..
+                    })) if args.len() > 1 => Some(s.value()),
+                    Some(e) if args.len() > 1 => Some(
+                        compact(e)
+                            .trim_matches('"')
+                            .trim_end_matches(".into()")
+                            .trim_end_matches(".to_string()")
+                            .trim_matches('"')
+                            .to_string(),
+                    ),
                     _ => None,
                 });
                 if let Some(f) = self.fns.last_mut()
@@ -1336,7 +1485,11 @@ impl<'ast> Visit<'ast> for Extractor<'_> {
         if method == "block_on" && self.blocking_ok == 0 {
             let span = self.span(m.method.span());
             if let Some(f) = self.fns.last_mut() {
-                f.model.blocking.push(Site { span, what: "block_on".into(), in_fn: f.model.name.clone() });
+                f.model.blocking.push(Site {
+                    span,
+                    what: "block_on".into(),
+                    in_fn: f.model.name.clone(),
+                });
             }
         }
         // CA402
@@ -1354,7 +1507,12 @@ impl<'ast> Visit<'ast> for Extractor<'_> {
         if let Expr::Path(p) = &*c.func {
             self.record_call_name(&p.path);
             let resolved = self.resolve_call_path(&p.path);
-            let last = p.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
+            let last = p
+                .path
+                .segments
+                .last()
+                .map(|s| s.ident.to_string())
+                .unwrap_or_default();
             spawn_blocking = matches!(last.as_str(), "spawn_blocking" | "block_in_place");
             retry = last.to_ascii_lowercase().contains("retry");
             // CA305
@@ -1368,13 +1526,20 @@ impl<'ast> Visit<'ast> for Extractor<'_> {
                 let span = self.span(c.span());
                 let what = resolved.clone();
                 if let Some(f) = self.fns.last_mut() {
-                    f.model.blocking.push(Site { span, what, in_fn: f.model.name.clone() });
+                    f.model.blocking.push(Site {
+                        span,
+                        what,
+                        in_fn: f.model.name.clone(),
+                    });
                 }
             }
             // CA203 and CA204 requeues
             if last == "requeue" && compact(&p.path).ends_with("Action::requeue") {
                 let conditional = self.branches > 0;
-                let r = self.fns.last().and_then(|f| self.requeue_of(&Expr::Call(c.clone()), f));
+                let r = self
+                    .fns
+                    .last()
+                    .and_then(|f| self.requeue_of(&Expr::Call(c.clone()), f));
                 if let (Some(mut r), Some(f)) = (r, self.fns.last_mut()) {
                     r.conditional = conditional;
                     f.model.requeues.push(r);
@@ -1389,7 +1554,8 @@ impl<'ast> Visit<'ast> for Extractor<'_> {
                 }
             }
             self.handle_alias_call(c, &resolved, &last);
-            if last == "new" && compact(&p.path).ends_with("KeyValue::new")
+            if last == "new"
+                && compact(&p.path).ends_with("KeyValue::new")
                 && let Some(v) = c.args.iter().nth(1)
             {
                 self.check_label_value(v);
@@ -1413,7 +1579,10 @@ impl<'ast> Visit<'ast> for Extractor<'_> {
     fn visit_expr_struct(&mut self, s: &'ast syn::ExprStruct) {
         if compact(&s.path).ends_with("ReconcilerAction") {
             let conditional = self.branches > 0;
-            let r = self.fns.last().and_then(|f| self.requeue_of(&Expr::Struct(s.clone()), f));
+            let r = self
+                .fns
+                .last()
+                .and_then(|f| self.requeue_of(&Expr::Struct(s.clone()), f));
             if let (Some(mut r), Some(f)) = (r, self.fns.last_mut()) {
                 r.conditional = conditional;
                 f.model.requeues.push(r);
@@ -1500,8 +1669,15 @@ impl Extractor<'_> {
             .aliases
             .get(resolved)
             .or_else(|| self.aliases.get(last))
-            .or_else(|| self.aliases.iter().find(|(k, _)| k.rsplit("::").next() == Some(last)).map(|(_, v)| v));
-        let Some(method) = method.cloned() else { return };
+            .or_else(|| {
+                self.aliases
+                    .iter()
+                    .find(|(k, _)| k.rsplit("::").next() == Some(last))
+                    .map(|(_, v)| v)
+            });
+        let Some(method) = method.cloned() else {
+            return;
+        };
         let args: Vec<&Expr> = c.args.iter().collect();
         let body_has_status = matches!(method.as_str(), "patch" | "replace")
             && args.last().is_some_and(|b| self.has_status(b, 0));
@@ -1513,7 +1689,8 @@ impl Extractor<'_> {
             span: to_span(self.path, c.span()),
             kind,
             body_has_status,
-            awaited_in_iteration: self.awaited.contains(&k) && matches!(scope, Some(Scope::For | Scope::While)),
+            awaited_in_iteration: self.awaited.contains(&k)
+                && matches!(scope, Some(Scope::For | Scope::While)),
             in_retry: matches!(scope, Some(Scope::Loop | Scope::While)) || self.retry_closure > 0,
             propagated: self.propagated.contains(&k),
             text: compact(&c.func),
@@ -1536,7 +1713,11 @@ impl Extractor<'_> {
         if direct || via_var {
             let span = self.span(v.span());
             let in_fn = self.fn_name();
-            self.model.metric_labels.push(Site { span, what: t, in_fn });
+            self.model.metric_labels.push(Site {
+                span,
+                what: t,
+                in_fn,
+            });
         }
     }
 
@@ -1544,9 +1725,14 @@ impl Extractor<'_> {
         match arg {
             Expr::Reference(r) => self.check_labels(&r.expr),
             Expr::Array(a) => a.elems.iter().for_each(|e| self.check_label_value(e)),
-            Expr::Struct(s) => s.fields.iter().for_each(|f| self.check_label_value(&f.expr)),
+            Expr::Struct(s) => s
+                .fields
+                .iter()
+                .for_each(|f| self.check_label_value(&f.expr)),
             Expr::Macro(m) if m.mac.path.is_ident("vec") => {
-                if let Ok(a) = m.mac.parse_body_with(syn::punctuated::Punctuated::<Expr, syn::Token![,]>::parse_terminated) {
+                if let Ok(a) = m.mac.parse_body_with(
+                    syn::punctuated::Punctuated::<Expr, syn::Token![,]>::parse_terminated,
+                ) {
                     a.iter().for_each(|e| self.check_labels(e));
                 }
             }
@@ -1556,7 +1742,9 @@ impl Extractor<'_> {
                 }
             }
             Expr::Path(p) if p.path.segments.len() == 1 => {
-                if let Some(init) = self.var(&p.path.segments[0].ident.to_string()).and_then(|v| v.init.clone())
+                if let Some(init) = self
+                    .var(&p.path.segments[0].ident.to_string())
+                    .and_then(|v| v.init.clone())
                     && matches!(init, Expr::Struct(_) | Expr::Array(_))
                 {
                     self.check_labels(&init);
@@ -1567,8 +1755,16 @@ impl Extractor<'_> {
     }
 
     fn check_metric_macro(&mut self, m: &syn::Macro) {
-        let last = m.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
-        if !matches!(last.as_str(), "counter" | "gauge" | "histogram" | "increment_counter" | "increment_gauge") {
+        let last = m
+            .path
+            .segments
+            .last()
+            .map(|s| s.ident.to_string())
+            .unwrap_or_default();
+        if !matches!(
+            last.as_str(),
+            "counter" | "gauge" | "histogram" | "increment_counter" | "increment_gauge"
+        ) {
             return;
         }
         // metrics crate: `counter!("name", "label" => value, ...)`
@@ -1602,29 +1798,55 @@ impl Extractor<'_> {
         }
         let Some(f) = self.fns.last() else { return };
         let reads = f.vars.iter().any(|(n, v)| {
-            v.is_api && READ_METHODS.iter().any(|m| t.contains(&format!("{n}.{m}(")))
+            v.is_api
+                && READ_METHODS
+                    .iter()
+                    .any(|m| t.contains(&format!("{n}.{m}(")))
         }) || (t.contains("Api::") && (t.contains(".list(") || t.contains(".get(")));
         if reads {
             let span = self.span(span);
             let in_fn = self.fn_name();
-            self.model.poll_loops.push(Site { span, what: "loop".into(), in_fn });
+            self.model.poll_loops.push(Site {
+                span,
+                what: "loop".into(),
+                in_fn,
+            });
         }
     }
 
     fn check_tenant_loop(&mut self, f: &syn::ExprForLoop) {
         let body = compact(&f.body);
-        let spawns = ["spawn(", ".push(", "JoinSet", "FuturesUnordered", "join_all"].iter().any(|s| body.contains(s));
+        let spawns = [
+            "spawn(",
+            ".push(",
+            "JoinSet",
+            "FuturesUnordered",
+            "join_all",
+        ]
+        .iter()
+        .any(|s| body.contains(s));
         let mut loop_vars = Vec::new();
         pat_idents(&f.pat, &mut loop_vars);
         if !spawns {
             return;
         }
         // Only loops over namespaces or tenants: one watcher per kind is how controllers are built.
-        let iter_text = format!("{} {}", loop_vars.join(" "), compact(&f.expr)).to_ascii_lowercase();
-        let tenantish = ["namespace", "tenant", "workspace", "team", "project", "cluster", "org"]
-            .iter()
-            .any(|w| iter_text.contains(w))
-            || loop_vars.iter().any(|v| v == "ns" || v.starts_with("ns_") || v.ends_with("_ns"));
+        let iter_text =
+            format!("{} {}", loop_vars.join(" "), compact(&f.expr)).to_ascii_lowercase();
+        let tenantish = [
+            "namespace",
+            "tenant",
+            "workspace",
+            "team",
+            "project",
+            "cluster",
+            "org",
+        ]
+        .iter()
+        .any(|w| iter_text.contains(w))
+            || loop_vars
+                .iter()
+                .any(|v| v == "ns" || v.starts_with("ns_") || v.ends_with("_ns"));
         let calls = namespaced_api_calls(&body);
         let ns_from_loop = calls.iter().any(|i| {
             let args: String = body[*i..].chars().take_while(|c| *c != ';').collect();
@@ -1635,7 +1857,11 @@ impl Extractor<'_> {
                 let span = self.span(span);
                 let in_fn = self.fn_name();
                 if let Some(fc) = self.fns.last_mut() {
-                    fc.model.tenant_controllers.push(Site { span, what: "Controller".into(), in_fn });
+                    fc.model.tenant_controllers.push(Site {
+                        span,
+                        what: "Controller".into(),
+                        in_fn,
+                    });
                 }
             }
             return;
@@ -1660,7 +1886,11 @@ impl Extractor<'_> {
         }
         let mut calls = Calls(Vec::new(), &loop_vars);
         calls.visit_block(&f.body);
-        let list: Vec<(String, Span)> = calls.0.into_iter().map(|(n, s)| (n, self.span(s))).collect();
+        let list: Vec<(String, Span)> = calls
+            .0
+            .into_iter()
+            .map(|(n, s)| (n, self.span(s)))
+            .collect();
         if let Some(fc) = self.fns.last_mut() {
             fc.model.tenant_loop_calls.extend(list);
         }
@@ -1672,7 +1902,8 @@ fn namespaced_api_calls(body: &str) -> Vec<usize> {
     body.match_indices("::namespaced")
         .filter(|(i, _)| {
             let start = i.saturating_sub(48);
-            body.get(start..*i).is_some_and(|before| before.contains("Api"))
+            body.get(start..*i)
+                .is_some_and(|before| before.contains("Api"))
         })
         .map(|(i, _)| i)
         .collect()
@@ -1687,7 +1918,10 @@ fn find_controller_build(b: &syn::Block) -> Option<proc_macro2::Span> {
                 && let Expr::Path(p) = &*c.func
             {
                 let t = compact(&p.path);
-                if t.ends_with("Controller::new") || t.contains("Controller::for_stream") || t.ends_with("watcher") {
+                if t.ends_with("Controller::new")
+                    || t.contains("Controller::for_stream")
+                    || t.ends_with("watcher")
+                {
                     self.0 = Some(c.span());
                 }
             }
@@ -1730,13 +1964,20 @@ pub fn mark_namespaced_builders(model: &mut FileModel, file: &syn::File, path: &
                     let name = f.sig.ident.to_string();
                     let span = to_span(&self.path, span);
                     if let Some(m) = self.model.fns.iter_mut().find(|m| m.name == name) {
-                        m.builds_namespaced_controller = Some(Site { span, what: "Controller".into(), in_fn: name });
+                        m.builds_namespaced_controller = Some(Site {
+                            span,
+                            what: "Controller".into(),
+                            in_fn: name,
+                        });
                     }
                 }
             }
             visit::visit_item_fn(self, f);
         }
     }
-    let mut v = V { model, path: path.to_string() };
+    let mut v = V {
+        model,
+        path: path.to_string(),
+    };
     v.visit_file(file);
 }

@@ -63,7 +63,11 @@ impl Imports {
         let Some(first) = segments.first() else {
             return String::new();
         };
-        let head = self.names.get(first).cloned().unwrap_or_else(|| first.clone());
+        let head = self
+            .names
+            .get(first)
+            .cloned()
+            .unwrap_or_else(|| first.clone());
         if segments.len() == 1 {
             return head;
         }
@@ -176,7 +180,10 @@ mod tests {
             i.resolve(&["CtrlConfig".into()]),
             "kube::runtime::controller::Config"
         );
-        assert_eq!(i.resolve(&["Config".into()]), "kube::runtime::watcher::Config");
+        assert_eq!(
+            i.resolve(&["Config".into()]),
+            "kube::runtime::watcher::Config"
+        );
         assert_eq!(
             i.resolve(&["watcher".into(), "Config".into()]),
             "kube::runtime::watcher::Config"

@@ -72,13 +72,36 @@ pub enum ScanError {
 
 /// A literal that any file worth parsing contains (cheap test before paying for syn).
 const NEEDLES: &[&str] = &[
-    "kube", "k8s_openapi", "Controller", "Api", "Action", "reconcile", "watcher", "CustomResource",
-    "sleep", "fs::", "block_on", "lock()", "Command", "label", "counter!", "gauge!", "histogram!",
-    "KeyValue", "requeue", "blocking",
+    "kube",
+    "k8s_openapi",
+    "Controller",
+    "Api",
+    "Action",
+    "reconcile",
+    "watcher",
+    "CustomResource",
+    "sleep",
+    "fs::",
+    "block_on",
+    "lock()",
+    "Command",
+    "label",
+    "counter!",
+    "gauge!",
+    "histogram!",
+    "KeyValue",
+    "requeue",
+    "blocking",
 ];
 /// A crate none of whose files use kube has no kube-rs controller in it (k8s-openapi alone is
 /// types, not a client).
-const UNIT_NEEDLES: &[&str] = &["kube::", "kube_runtime", "kube_client", "kube_core", "kube::{"];
+const UNIT_NEEDLES: &[&str] = &[
+    "kube::",
+    "kube_runtime",
+    "kube_client",
+    "kube_core",
+    "kube::{",
+];
 
 /// Nesting deeper than this is reported instead of parsed (syn recurses per level).
 const MAX_NESTING: usize = 256;
@@ -152,7 +175,9 @@ fn err_path(e: &ignore::Error) -> Option<String> {
 
 fn err_text(e: &ignore::Error) -> String {
     match e {
-        ignore::Error::Loop { ancestor, .. } => format!("symlink loop back to {}", display(ancestor)),
+        ignore::Error::Loop { ancestor, .. } => {
+            format!("symlink loop back to {}", display(ancestor))
+        }
         ignore::Error::WithPath { err, .. } | ignore::Error::WithDepth { err, .. } => err_text(err),
         other => other.to_string(),
     }
@@ -179,7 +204,13 @@ fn cargo_root(dir: &Path, cache: &mut HashMap<PathBuf, Option<PathBuf>>) -> Opti
 
 /// Is this the directory of one of kube-rs's own library crates?
 fn is_kube_itself(root: &Path) -> bool {
-    const KUBE_CRATES: &[&str] = &["kube", "kube-client", "kube-runtime", "kube-core", "kube-derive"];
+    const KUBE_CRATES: &[&str] = &[
+        "kube",
+        "kube-client",
+        "kube-runtime",
+        "kube-core",
+        "kube-derive",
+    ];
     let Ok(text) = std::fs::read_to_string(root.join("Cargo.toml")) else {
         return false;
     };
@@ -206,7 +237,11 @@ fn unit_of(file: &Path, cache: &mut HashMap<PathBuf, Option<PathBuf>>) -> PathBu
         return abs_file;
     };
     let parts: Vec<_> = rel.components().collect();
-    match parts.first().map(|c| c.as_os_str().to_string_lossy().into_owned()).as_deref() {
+    match parts
+        .first()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .as_deref()
+    {
         Some("src" | "build.rs") => root,
         Some(_) if parts.len() == 1 => root,
         Some(d @ ("examples" | "tests" | "benches")) if parts.len() >= 2 => {
@@ -266,10 +301,15 @@ fn process_file(path: &Path, config: &Config, needles: &AhoCorasick) -> FileOutc
     let name = display(path);
     let meta = match std::fs::metadata(path) {
         Ok(m) => m,
-        Err(e) => return FileOutcome::Finding(ca001(&name, 1, 1, format!("cannot read file: {e}"))),
+        Err(e) => {
+            return FileOutcome::Finding(ca001(&name, 1, 1, format!("cannot read file: {e}")));
+        }
     };
     if meta.len() == 0 {
-        return FileOutcome::Note(Note { subject: name, message: "skipped: empty file".into() });
+        return FileOutcome::Note(Note {
+            subject: name,
+            message: "skipped: empty file".into(),
+        });
     }
     if meta.len() > config.thresholds.max_file_bytes {
         return FileOutcome::Finding(ca001(
@@ -285,13 +325,18 @@ fn process_file(path: &Path, config: &Config, needles: &AhoCorasick) -> FileOutc
     }
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
-        Err(e) => return FileOutcome::Finding(ca001(&name, 1, 1, format!("cannot read file: {e}"))),
+        Err(e) => {
+            return FileOutcome::Finding(ca001(&name, 1, 1, format!("cannot read file: {e}")));
+        }
     };
     if !needles.is_match(&bytes) {
         return FileOutcome::Skipped;
     }
     if bytes.iter().take(8192).any(|b| *b == 0) {
-        return FileOutcome::Note(Note { subject: name, message: "skipped: binary file".into() });
+        return FileOutcome::Note(Note {
+            subject: name,
+            message: "skipped: binary file".into(),
+        });
     }
     let text = match String::from_utf8(bytes) {
         Ok(t) => t,
@@ -299,7 +344,12 @@ fn process_file(path: &Path, config: &Config, needles: &AhoCorasick) -> FileOutc
             let at = e.utf8_error().valid_up_to();
             let valid = &e.as_bytes()[..at];
             let line = valid.iter().filter(|b| **b == b'\n').count() + 1;
-            return FileOutcome::Finding(ca001(&name, line, 1, format!("file is not valid UTF-8 (byte {at}): not scanned")));
+            return FileOutcome::Finding(ca001(
+                &name,
+                line,
+                1,
+                format!("file is not valid UTF-8 (byte {at}): not scanned"),
+            ));
         }
     };
     let depth = max_nesting(&text);
@@ -315,7 +365,12 @@ fn process_file(path: &Path, config: &Config, needles: &AhoCorasick) -> FileOutc
     let outcome = match parsed {
         Err(e) => {
             let s = e.span().start();
-            FileOutcome::Finding(ca001(&name, s.line.max(1), s.column + 1, format!("syn cannot parse this file: {e}")))
+            FileOutcome::Finding(ca001(
+                &name,
+                s.line.max(1),
+                s.column + 1,
+                format!("syn cannot parse this file: {e}"),
+            ))
         }
         Ok(file) => {
             let imports = imports::Imports::from_file(&file);
@@ -341,7 +396,11 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
     let mut cache = HashMap::new();
     let mut units: BTreeMap<PathBuf, (Vec<PathBuf>, Vec<PathBuf>)> = BTreeMap::new();
     for p in &walked.rust {
-        units.entry(unit_of(p, &mut cache)).or_default().0.push(p.clone());
+        units
+            .entry(unit_of(p, &mut cache))
+            .or_default()
+            .0
+            .push(p.clone());
     }
     // CRD YAML anywhere under a crate's directory joins that crate.
     for p in &walked.yaml {
@@ -367,7 +426,10 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
                     .iter()
                     .filter(|p| {
                         std::fs::read(p).is_ok_and(|b| {
-                            lines.fetch_add(bytecount_lines(&b), std::sync::atomic::Ordering::Relaxed);
+                            lines.fetch_add(
+                                bytecount_lines(&b),
+                                std::sync::atomic::Ordering::Relaxed,
+                            );
                             unit_needles.is_match(&b)
                         })
                     })
@@ -435,7 +497,9 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
     apply_levels(&mut result.findings, config, &opts.overrides);
     sort_findings(&mut result.findings);
     result.findings.dedup();
-    result.notes.sort_by(|a, b| a.subject.cmp(&b.subject).then(a.message.cmp(&b.message)));
+    result
+        .notes
+        .sort_by(|a, b| a.subject.cmp(&b.subject).then(a.message.cmp(&b.message)));
     result.stats.lines = lines.into_inner();
     result.stats.seconds = started.elapsed().as_secs_f64();
     Ok(result)
@@ -451,7 +515,11 @@ fn unreachable_needles() -> AhoCorasick {
 }
 
 /// Applies `[rules]` levels, then `-D/-W/-A` (which win).
-fn apply_levels(findings: &mut Vec<Finding>, config: &Config, overrides: &BTreeMap<String, Option<Severity>>) {
+fn apply_levels(
+    findings: &mut Vec<Finding>,
+    config: &Config,
+    overrides: &BTreeMap<String, Option<Severity>>,
+) {
     findings.retain_mut(|f| {
         let mut sev = Some(f.severity);
         if let Some(level) = config.rules.get(&f.code) {
@@ -474,12 +542,22 @@ fn apply_levels(findings: &mut Vec<Finding>, config: &Config, overrides: &BTreeM
 pub fn scan_source(name: &str, text: &str, config: &Config) -> Vec<Finding> {
     let depth = max_nesting(text);
     if depth > MAX_NESTING {
-        return vec![ca001(name, 1, 1, format!("brackets nest {depth} deep, over the limit of {MAX_NESTING}: not parsed"))];
+        return vec![ca001(
+            name,
+            1,
+            1,
+            format!("brackets nest {depth} deep, over the limit of {MAX_NESTING}: not parsed"),
+        )];
     }
     let mut findings = match syn::parse_file(text) {
         Err(e) => {
             let s = e.span().start();
-            vec![ca001(name, s.line.max(1), s.column + 1, format!("syn cannot parse this file: {e}"))]
+            vec![ca001(
+                name,
+                s.line.max(1),
+                s.column + 1,
+                format!("syn cannot parse this file: {e}"),
+            )]
         }
         Ok(file) => {
             let imports = imports::Imports::from_file(&file);

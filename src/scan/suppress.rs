@@ -21,9 +21,13 @@ pub fn parse(text: &str) -> Vec<Suppression> {
     for (i, line) in text.lines().enumerate() {
         let Some(c) = line.find("//") else { continue };
         let comment = &line[c..];
-        let Some(m) = comment.find(MARK) else { continue };
+        let Some(m) = comment.find(MARK) else {
+            continue;
+        };
         let rest = &comment[m + MARK.len()..];
-        let Some(close) = rest.find(')') else { continue };
+        let Some(close) = rest.find(')') else {
+            continue;
+        };
         let codes: Vec<String> = rest[..close]
             .split(',')
             .map(|s| s.trim().to_ascii_uppercase())
@@ -58,7 +62,7 @@ pub fn apply(file: &str, sups: &[Suppression], findings: &mut Vec<Finding>) -> V
         }
         for (i, sup) in sups.iter().enumerate() {
             let covers = s.line == sup.line || s.line == sup.line + 1;
-            if covers && sup.has_reason && sup.codes.iter().any(|c| *c == f.code) {
+            if covers && sup.has_reason && sup.codes.contains(&f.code) {
                 used[i] = true;
                 return false;
             }
@@ -75,7 +79,11 @@ pub fn apply(file: &str, sups: &[Suppression], findings: &mut Vec<Finding>) -> V
             end_column: sup.end_column,
         };
         let codes = sup.codes.join(", ");
-        let unknown: Vec<&String> = sup.codes.iter().filter(|c| crate::rules::find(c).is_none()).collect();
+        let unknown: Vec<&String> = sup
+            .codes
+            .iter()
+            .filter(|c| crate::rules::find(c).is_none())
+            .collect();
         let message = if !sup.has_reason {
             format!("`allow({codes})` has no reason: it suppresses nothing until it says why")
         } else if !unknown.is_empty() {
@@ -101,7 +109,9 @@ mod tests {
 
     #[test]
     fn parses_codes_and_reason() {
-        let s = parse("let x = 1; // ctrlaudit: allow(ca203, CA202) reason: on purpose\n// ctrlaudit: allow(CA204)\n");
+        let s = parse(
+            "let x = 1; // ctrlaudit: allow(ca203, CA202) reason: on purpose\n// ctrlaudit: allow(CA204)\n",
+        );
         assert_eq!(s.len(), 2);
         assert_eq!(s[0].codes, vec!["CA203", "CA202"]);
         assert!(s[0].has_reason);

@@ -58,12 +58,19 @@ pub struct Unit<'m> {
 }
 
 impl<'m> Unit<'m> {
-    pub fn new(files: Vec<&'m FileModel>, yaml_kinds: HashMap<String, bool>, config: &'m Config) -> Self {
+    pub fn new(
+        files: Vec<&'m FileModel>,
+        yaml_kinds: HashMap<String, bool>,
+        config: &'m Config,
+    ) -> Self {
         let mut by_name: HashMap<&str, Vec<FnId>> = HashMap::new();
         let mut consts = HashMap::new();
         for (fi, f) in files.iter().enumerate() {
             for (ni, func) in f.fns.iter().enumerate() {
-                by_name.entry(func.name.as_str()).or_default().push((fi, ni));
+                by_name
+                    .entry(func.name.as_str())
+                    .or_default()
+                    .push((fi, ni));
             }
             for (k, v) in &f.consts {
                 consts.insert(k.clone(), *v);
@@ -91,11 +98,19 @@ impl<'m> Unit<'m> {
         let Some(all) = self.by_name.get(name) else {
             return Vec::new();
         };
-        let local: Vec<FnId> = all.iter().copied().filter(|(f, _)| *f == from_file).collect();
+        let local: Vec<FnId> = all
+            .iter()
+            .copied()
+            .filter(|(f, _)| *f == from_file)
+            .collect();
         if !local.is_empty() {
             return local;
         }
-        if all.len() == 1 { all.clone() } else { Vec::new() }
+        if all.len() == 1 {
+            all.clone()
+        } else {
+            Vec::new()
+        }
     }
 
     /// Does `kind` have the status subresource? `None` when the unit does not say.
@@ -112,7 +127,11 @@ impl<'m> Unit<'m> {
             .collect();
         if !all.is_empty() {
             // Two declarations that disagree: say nothing rather than guess.
-            return if all.iter().all(|b| *b == all[0]) { Some(all[0]) } else { None };
+            return if all.iter().all(|b| *b == all[0]) {
+                Some(all[0])
+            } else {
+                None
+            };
         }
         if let Some(s) = self.yaml_kinds.get(kind) {
             return Some(*s);

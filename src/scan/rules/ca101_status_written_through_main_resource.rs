@@ -14,7 +14,11 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
             if cx.unit.kind_has_status(kind, id.0) != Some(true) {
                 continue;
             }
-            let status_method = if call.method == "patch" { "patch_status" } else { "replace_status" };
+            let status_method = if call.method == "patch" {
+                "patch_status"
+            } else {
+                "replace_status"
+            };
             let mut f = finding(
                 "CA101",
                 call.span.clone(),
@@ -22,7 +26,10 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
                     "`{}` sends `status` to the main resource of `{kind}`, which has the status subresource: the API server answers 200 and drops it",
                     call.text
                 ),
-                format!("write status with `{status_method}` (the `/status` subresource); keep spec and metadata in `{}`", call.method),
+                format!(
+                    "write status with `{status_method}` (the `/status` subresource); keep spec and metadata in `{}`",
+                    call.method
+                ),
             );
             f.evidence = cx.call_path(id);
             out.push(f);

@@ -32,7 +32,12 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
                 cx.unit.func(id).api_calls.iter().find(|a| {
                     matches!(
                         a.method.as_str(),
-                        "patch" | "patch_status" | "patch_metadata" | "replace" | "replace_status" | "commit"
+                        "patch"
+                            | "patch_status"
+                            | "patch_metadata"
+                            | "replace"
+                            | "replace_status"
+                            | "commit"
                     ) && a.kind.as_deref() == Some(kind.as_str())
                 })
             });

@@ -15,13 +15,19 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
             {
                 continue;
             }
-            let under = v.key.as_deref().map(|k| format!(" as `{k}`")).unwrap_or_default();
+            let under = v
+                .key
+                .as_deref()
+                .map(|k| format!(" as `{k}`"))
+                .unwrap_or_default();
             let mut f = finding(
                 "CA202",
                 v.span.clone(),
                 format!(
                     "`{}` is written{under} by `{}` on every reconcile{}: each write is a new resourceVersion and a watch event",
-                    v.source, v.write.text, cx.via(id)
+                    v.source,
+                    v.write.text,
+                    cx.via(id)
                 ),
                 "write it only when something changed (compare with the current value, or set it when a condition flips); keep diagnostics in memory or in events",
             );

@@ -11,7 +11,10 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
             continue;
         }
         for call in &func.api_calls {
-            if !matches!(call.method.as_str(), "replace" | "replace_status" | "commit") {
+            if !matches!(
+                call.method.as_str(),
+                "replace" | "replace_status" | "commit"
+            ) {
                 continue;
             }
             if !call.propagated || call.in_retry {

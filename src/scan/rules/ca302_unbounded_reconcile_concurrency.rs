@@ -14,7 +14,11 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
                 ConcurrencyConfig::Default => "uses a config without `.concurrency(n)`",
                 ConcurrencyConfig::Limit(_) | ConcurrencyConfig::Unknown => continue,
             };
-            let kind = c.kind.as_deref().map(|k| format!(" for `{k}`")).unwrap_or_default();
+            let kind = c
+                .kind
+                .as_deref()
+                .map(|k| format!(" for `{k}`"))
+                .unwrap_or_default();
             out.push(finding(
                 "CA302",
                 run.span.clone(),

@@ -15,7 +15,11 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
             if call.in_retry && func.handles_conflict {
                 continue;
             }
-            let kind = call.kind.as_deref().map(|k| format!(" of `{k}`")).unwrap_or_default();
+            let kind = call
+                .kind
+                .as_deref()
+                .map(|k| format!(" of `{k}`"))
+                .unwrap_or_default();
             let is_list = call.method.starts_with("list");
             let mut f = finding(
                 "CA303",

@@ -10,7 +10,11 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
             let mut f = finding(
                 "CA305",
                 b.span.clone(),
-                format!("`{}` blocks the async runtime inside reconcile{}", b.what, cx.via(id)),
+                format!(
+                    "`{}` blocks the async runtime inside reconcile{}",
+                    b.what,
+                    cx.via(id)
+                ),
                 "use the async form (`tokio::time::sleep(..).await`, `tokio::fs`, `tokio::process`, an async client, `tokio::sync::Mutex`) or wrap it in `tokio::task::spawn_blocking`",
             );
             f.evidence = cx.call_path(id);
