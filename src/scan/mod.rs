@@ -278,6 +278,28 @@ fn ca001(file: &str, line: usize, column: usize, message: String) -> Finding {
     )
 }
 
+/// CA001 for a syn error, naming an unresolved merge conflict when that is the cause.
+fn parse_error(name: &str, text: &str, e: &syn::Error) -> Finding {
+    let conflict = text
+        .lines()
+        .position(|l| l.starts_with("<<<<<<< ") || l == "<<<<<<<");
+    if let Some(i) = conflict {
+        return ca001(
+            name,
+            i + 1,
+            1,
+            "unresolved merge conflict marker `<<<<<<<`: the file cannot be parsed".into(),
+        );
+    }
+    let s = e.span().start();
+    ca001(
+        name,
+        s.line.max(1),
+        s.column + 1,
+        format!("syn cannot parse this file: {e}"),
+    )
+}
+
 /// Deepest bracket nesting, ignoring string and char literals and comments only roughly:
 /// enough to keep syn's recursion in bounds.
 fn max_nesting(text: &str) -> usize {
@@ -363,15 +385,7 @@ fn process_file(path: &Path, config: &Config, needles: &AhoCorasick) -> FileOutc
     }
     let parsed = syn::parse_file(&text);
     let outcome = match parsed {
-        Err(e) => {
-            let s = e.span().start();
-            FileOutcome::Finding(ca001(
-                &name,
-                s.line.max(1),
-                s.column + 1,
-                format!("syn cannot parse this file: {e}"),
-            ))
-        }
+        Err(e) => FileOutcome::Finding(parse_error(&name, &text, &e)),
         Ok(file) => {
             let imports = imports::Imports::from_file(&file);
             let mut m = extract::Extractor::new(&name, &imports, &config.aliases).run(&file);
@@ -550,15 +564,7 @@ pub fn scan_source(name: &str, text: &str, config: &Config) -> Vec<Finding> {
         )];
     }
     let mut findings = match syn::parse_file(text) {
-        Err(e) => {
-            let s = e.span().start();
-            vec![ca001(
-                name,
-                s.line.max(1),
-                s.column + 1,
-                format!("syn cannot parse this file: {e}"),
-            )]
-        }
+        Err(e) => vec![parse_error(name, text, &e)],
         Ok(file) => {
             let imports = imports::Imports::from_file(&file);
             let mut m = extract::Extractor::new(name, &imports, &config.aliases).run(&file);
