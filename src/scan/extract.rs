@@ -122,6 +122,15 @@ fn key(s: proc_macro2::Span) -> (usize, usize) {
     (a.line, a.column)
 }
 
+/// The key under which a call's `?`/`.await` is remembered: where its method or function name starts.
+fn call_key(e: &Expr) -> Option<(usize, usize)> {
+    match e {
+        Expr::MethodCall(m) => Some(key(m.method.span())),
+        Expr::Call(c) => Some(key(c.func.span())),
+        _ => None,
+    }
+}
+
 /// The call whose error an enclosing `?`/`unwrap()` propagates, through `.await` and error mapping.
 fn propagation_target(e: &Expr) -> &Expr {
     match e {
@@ -726,6 +735,15 @@ impl<'a> Extractor<'a> {
     fn handle_chain(&mut self, outer: &Expr) -> Option<usize> {
         let mut calls = Vec::new();
         let root = Self::chain(outer, &mut calls);
+        self.handle_chain_parts(root, calls)
+    }
+
+    /// Records a Controller builder chain: its root and the method calls from the root outwards.
+    fn handle_chain_parts(
+        &mut self,
+        root: &Expr,
+        calls: Vec<&syn::ExprMethodCall>,
+    ) -> Option<usize> {
         let croot = self.controller_root(root)?;
         let idx = match croot {
             ControllerRoot::New {
@@ -1412,27 +1430,15 @@ impl<'ast> Visit<'ast> for Extractor<'_> {
     }
 
     fn visit_expr_try(&mut self, t: &'ast syn::ExprTry) {
-        match propagation_target(&t.expr) {
-            Expr::MethodCall(m) => {
-                self.propagated.insert(key(m.method.span()));
-            }
-            Expr::Call(c) => {
-                self.propagated.insert(key(c.func.span()));
-            }
-            _ => {}
+        if let Some(k) = call_key(propagation_target(&t.expr)) {
+            self.propagated.insert(k);
         }
         visit::visit_expr_try(self, t);
     }
 
     fn visit_expr_await(&mut self, a: &'ast syn::ExprAwait) {
-        match &*a.base {
-            Expr::MethodCall(m) => {
-                self.awaited.insert(key(m.method.span()));
-            }
-            Expr::Call(c) => {
-                self.awaited.insert(key(c.func.span()));
-            }
-            _ => {}
+        if let Some(k) = call_key(&a.base) {
+            self.awaited.insert(k);
         }
         visit::visit_expr_await(self, a);
     }
@@ -1440,13 +1446,14 @@ impl<'ast> Visit<'ast> for Extractor<'_> {
     fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
         let method = m.method.to_string();
         if matches!(method.as_str(), "unwrap" | "expect")
-            && let Expr::MethodCall(im) = propagation_target(&m.receiver)
+            && let Some(k) = call_key(propagation_target(&m.receiver))
         {
-            self.propagated.insert(key(im.method.span()));
+            self.propagated.insert(k);
         }
-        if let Some(idx) = self.handle_chain(&Expr::MethodCall(m.clone())) {
-            let _ = idx;
-        }
+        let mut calls = Vec::new();
+        let root = Self::chain(&m.receiver, &mut calls);
+        calls.push(m);
+        self.handle_chain_parts(root, calls);
         self.handle_api_call(m);
         if let Expr::Path(p) = &*m.receiver
             && p.path.is_ident("self")
