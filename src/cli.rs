@@ -93,10 +93,14 @@ pub enum Color {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Static analysis of Rust (kube-rs) controller source; no cluster needed.
-    #[command(after_help = "Examples:\n  kubectl ctrlaudit scan ./src\n  kubectl ctrlaudit scan . -D CA201 -A CA304\n  kubectl ctrlaudit scan . --write-baseline .ctrlaudit-baseline.json\n  kubectl ctrlaudit scan . --baseline .ctrlaudit-baseline.json -o github\n  kubectl ctrlaudit scan . -o sarif > ctrlaudit.sarif\n\nSuppress one finding with `// ctrlaudit: allow(CA203) reason: …` on its line or the line above.")]
+    #[command(
+        after_help = "Examples:\n  kubectl ctrlaudit scan ./src\n  kubectl ctrlaudit scan . -D CA201 -A CA304\n  kubectl ctrlaudit scan . --write-baseline .ctrlaudit-baseline.json\n  kubectl ctrlaudit scan . --baseline .ctrlaudit-baseline.json -o github\n  kubectl ctrlaudit scan . -o sarif > ctrlaudit.sarif\n\nSuppress one finding with `// ctrlaudit: allow(CA203) reason: …` on its line or the line above."
+    )]
     Scan(ScanArgs),
     /// The rule catalogue, or one rule's documentation.
-    #[command(after_help = "Examples:\n  kubectl ctrlaudit rules\n  kubectl ctrlaudit rules CA202\n  kubectl ctrlaudit rules volatile-value-written-every-reconcile")]
+    #[command(
+        after_help = "Examples:\n  kubectl ctrlaudit rules\n  kubectl ctrlaudit rules CA202\n  kubectl ctrlaudit rules volatile-value-written-every-reconcile"
+    )]
     Rules(RulesArgs),
 }
 
@@ -111,7 +115,12 @@ pub struct ScanArgs {
     #[arg(short = 'W', long = "warn", value_name = "CODE", value_delimiter = ',')]
     pub warn: Vec<String>,
     /// Turn CODE off.
-    #[arg(short = 'A', long = "allow", value_name = "CODE", value_delimiter = ',')]
+    #[arg(
+        short = 'A',
+        long = "allow",
+        value_name = "CODE",
+        value_delimiter = ','
+    )]
     pub allow: Vec<String>,
     /// Configuration file (default: ctrlaudit.toml found upward from the first path).
     #[arg(long)]
@@ -181,7 +190,11 @@ fn use_color(c: Color) -> bool {
 }
 
 fn run_scan(g: &GlobalArgs, a: &ScanArgs) -> Result<u8> {
-    let paths = if a.paths.is_empty() { vec![PathBuf::from(".")] } else { a.paths.clone() };
+    let paths = if a.paths.is_empty() {
+        vec![PathBuf::from(".")]
+    } else {
+        a.paths.clone()
+    };
     let outputs = parse_output_files(&g.output_files)?;
     let overrides = overrides(a)?;
     let config = match &a.config {
@@ -249,13 +262,11 @@ pub fn emit(
 fn run_rules(g: &GlobalArgs, a: &RulesArgs) -> Result<u8> {
     match &a.code {
         Some(code) => {
-            let rule = rules::find(code)
-                .with_context(|| format!("unknown rule {code:?} (see `kubectl ctrlaudit rules`)"))?;
+            let rule = rules::find(code).with_context(|| {
+                format!("unknown rule {code:?} (see `kubectl ctrlaudit rules`)")
+            })?;
             match g.output {
-                Format::Json => println!(
-                    "{}",
-                    serde_json::to_string_pretty(&rule_json(rule))?
-                ),
+                Format::Json => println!("{}", serde_json::to_string_pretty(&rule_json(rule))?),
                 _ => print!("{}", rule.doc()),
             }
         }
@@ -289,7 +300,9 @@ pub fn rules_table() -> String {
     t.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED)
         .set_content_arrangement(comfy_table::ContentArrangement::Dynamic)
         .set_width(140)
-        .set_header(["code", "name", "severity", "scan", "live", "bench", "summary"]);
+        .set_header([
+            "code", "name", "severity", "scan", "live", "bench", "summary",
+        ]);
     for r in RULES {
         let mark = |l| if r.has_lens(l) { "✔" } else { "" };
         t.add_row([

@@ -102,7 +102,9 @@ impl Config {
             if crate::rules::find(code).is_none() {
                 return Err(ConfigError::Invalid {
                     path: path.to_path_buf(),
-                    message: format!("unknown rule `{code}` in [rules] (see `kubectl ctrlaudit rules`)"),
+                    message: format!(
+                        "unknown rule `{code}` in [rules] (see `kubectl ctrlaudit rules`)"
+                    ),
                 });
             }
         }
