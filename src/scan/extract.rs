@@ -627,6 +627,7 @@ impl<'a> Extractor<'a> {
                         span: c.span(),
                         kind: None,
                         has_predicate: *has_predicate,
+                        hides_finalizers: false,
                         config: if *configured {
                             ConcurrencyConfig::Unknown
                         } else {
@@ -664,6 +665,7 @@ impl<'a> Extractor<'a> {
                 let first = c.args.first();
                 let mut kind = turbofish;
                 let mut has_predicate = false;
+                let mut hides_finalizers = false;
                 if let Some(a) = first {
                     if kind.is_none() {
                         kind = self.api_receiver(a).flatten();
@@ -677,6 +679,10 @@ impl<'a> Extractor<'a> {
                     if ctor.starts_with("for_") {
                         has_predicate =
                             text.contains("predicate_filter") || text.contains(".predicate(");
+                        // A generation-only filter drops the update that adds a finalizer.
+                        hides_finalizers = has_predicate
+                            && text.contains("generation")
+                            && !text.contains("finalizers");
                         if kind.is_none() {
                             kind = self.kind_in_expr_vars(&text);
                         }
@@ -686,6 +692,7 @@ impl<'a> Extractor<'a> {
                     span: c.span(),
                     kind,
                     has_predicate,
+                    hides_finalizers,
                     config: ConcurrencyConfig::Absent,
                 })
             }
@@ -750,6 +757,7 @@ impl<'a> Extractor<'a> {
                 span,
                 kind,
                 has_predicate,
+                hides_finalizers,
                 config,
             } => {
                 let k = key(span);
@@ -762,6 +770,7 @@ impl<'a> Extractor<'a> {
                     in_fn,
                     kind,
                     has_predicate,
+                    hides_finalizers,
                     config,
                     run: None,
                 });
@@ -979,6 +988,7 @@ enum ControllerRoot {
         span: proc_macro2::Span,
         kind: Option<String>,
         has_predicate: bool,
+        hides_finalizers: bool,
         config: ConcurrencyConfig,
     },
     Var(usize),

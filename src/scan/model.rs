@@ -164,6 +164,8 @@ pub struct ControllerModel {
     /// The reconciled kind, when the `Api<K>` or turbofish says it.
     pub kind: Option<String>,
     pub has_predicate: bool,
+    /// The predicate is generation-only: it also filters out the update that adds a finalizer.
+    pub hides_finalizers: bool,
     pub config: ConcurrencyConfig,
     pub run: Option<RunCall>,
 }

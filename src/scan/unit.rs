@@ -40,7 +40,6 @@ pub const NO_GENERATION: &[&str] = &[
     "Lease",
     "Namespace",
     "Node",
-    "Pod",
 ];
 
 /// A function in the unit: (file index, function index).

@@ -9,6 +9,7 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
     for (fi, file) in cx.unit.files.iter().enumerate() {
         for c in &file.controllers {
             if c.has_predicate {
+                finalizer_hidden(cx, fi, c, out);
                 continue;
             }
             // The kind: from the Api, or from the reconcile the controller runs.
@@ -69,4 +70,44 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
             out.push(f);
         }
     }
+}
+
+/// A generation-only predicate with `finalizer()`: the update that adds the finalizer bumps no
+/// generation, so the reconcile that should follow it never comes (kube-rs-facts: combine them).
+fn finalizer_hidden(
+    cx: &Ctx<'_>,
+    fi: usize,
+    c: &crate::scan::model::ControllerModel,
+    out: &mut Vec<Finding>,
+) {
+    if !c.hides_finalizers {
+        return;
+    }
+    let reconcile_ids: Vec<_> = c
+        .run
+        .as_ref()
+        .and_then(|r| r.reconcile.as_ref())
+        .map(|n| cx.unit.resolve(n, fi))
+        .unwrap_or_default();
+    let kind = c.kind.clone().or_else(|| {
+        reconcile_ids
+            .iter()
+            .find_map(|id| cx.unit.func(*id).object_kind.clone())
+    });
+    let uses_finalizer = cx.unit.all_fns().any(|id| {
+        let f = cx.unit.func(id);
+        f.uses_finalizer && cx.reach.contains_key(&id) && f.object_kind == kind
+    });
+    if !uses_finalizer {
+        return;
+    }
+    let kind = kind.map(|k| format!(" for `{k}`")).unwrap_or_default();
+    out.push(finding(
+        "CA201",
+        c.span.clone(),
+        format!(
+            "Controller{kind} filters with a generation-only predicate but its reconcile uses `finalizer()`: adding the finalizer bumps no generation, so that update is filtered out"
+        ),
+        "combine the predicates: `predicate_filter(predicates::generation.combine(predicates::finalizers), Default::default())`",
+    ));
 }
