@@ -225,30 +225,33 @@ fn is_kube_itself(root: &Path) -> bool {
 }
 
 /// The compilation unit a Rust file belongs to, as cargo builds it: `src/**` (and the crate root
-/// directory) form the crate; each entry of `examples/`, `tests/`, `benches/` is a crate of its
-/// own; any other file (fixtures, snippets) stands alone.
-fn unit_of(file: &Path, cache: &mut HashMap<PathBuf, Option<PathBuf>>) -> PathBuf {
+/// directory) form the crate; each entry of `examples/` and `benches/` is a crate of its own; any
+/// other file (fixtures, snippets) stands alone. Integration tests (`tests/`) are test code, like
+/// `#[cfg(test)]`, and are not judged: `None`.
+fn unit_of(file: &Path, cache: &mut HashMap<PathBuf, Option<PathBuf>>) -> Option<PathBuf> {
     let dir = file.parent().unwrap_or(Path::new("."));
     let abs_file = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
     let Some(root) = cargo_root(dir, cache) else {
-        return abs_file;
+        return Some(abs_file);
     };
     let Ok(rel) = abs_file.strip_prefix(&root) else {
-        return abs_file;
+        return Some(abs_file);
     };
     let parts: Vec<_> = rel.components().collect();
-    match parts
+    let unit = match parts
         .first()
         .map(|c| c.as_os_str().to_string_lossy().into_owned())
         .as_deref()
     {
+        Some("tests") if parts.len() >= 2 => return None,
         Some("src" | "build.rs") => root,
         Some(_) if parts.len() == 1 => root,
-        Some(d @ ("examples" | "tests" | "benches")) if parts.len() >= 2 => {
+        Some(d @ ("examples" | "benches")) if parts.len() >= 2 => {
             root.join(d).join(parts[1].as_os_str())
         }
         _ => abs_file,
-    }
+    };
+    Some(unit)
 }
 
 /// How a single file ended up.
@@ -410,8 +413,11 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
     let mut cache = HashMap::new();
     let mut units: BTreeMap<PathBuf, (Vec<PathBuf>, Vec<PathBuf>)> = BTreeMap::new();
     for p in &walked.rust {
+        let Some(unit) = unit_of(p, &mut cache) else {
+            continue;
+        };
         units
-            .entry(unit_of(p, &mut cache))
+            .entry(unit)
             .or_default()
             .0
             .push(p.clone());

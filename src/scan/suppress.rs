@@ -15,11 +15,31 @@ pub struct Suppression {
 
 const MARK: &str = "ctrlaudit: allow(";
 
+/// Where a `//` comment starts, outside string literals (an allow written inside a string, such as
+/// help text, is not a suppression).
+fn comment_start(line: &str) -> Option<usize> {
+    let bytes = line.as_bytes();
+    let mut in_str = false;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' if in_str => i += 1,
+            b'"' => in_str = !in_str,
+            b'/' if !in_str && bytes.get(i + 1) == Some(&b'/') => return Some(i),
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
 /// Finds the allow comments of a file.
 pub fn parse(text: &str) -> Vec<Suppression> {
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
-        let Some(c) = line.find("//") else { continue };
+        let Some(c) = comment_start(line) else {
+            continue;
+        };
         let comment = &line[c..];
         let Some(m) = comment.find(MARK) else {
             continue;
@@ -117,5 +137,13 @@ mod tests {
         assert!(s[0].has_reason);
         assert!(!s[1].has_reason);
         assert_eq!(s[1].line, 2);
+    }
+
+    #[test]
+    fn ignores_allow_text_inside_strings() {
+        let s = parse("let help = \"// ctrlaudit: allow(CA203) reason: x\";\n");
+        assert!(s.is_empty());
+        let s = parse("let a = \"\\\"\"; // ctrlaudit: allow(CA203) reason: y\n");
+        assert_eq!(s.len(), 1);
     }
 }
