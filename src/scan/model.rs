@@ -100,7 +100,13 @@ impl ApiCall {
     pub fn is_read(&self) -> bool {
         matches!(
             self.method.as_str(),
-            "get" | "get_opt" | "list" | "list_metadata" | "get_metadata" | "get_metadata_opt"
+            "get"
+                | "get_opt"
+                | "list"
+                | "list_metadata"
+                | "get_metadata"
+                | "get_metadata_opt"
+                | "entry"
         )
     }
     pub fn is_write(&self) -> bool {
@@ -123,7 +129,9 @@ pub const WRITE_METHODS: &[&str] = &[
     "commit",
 ];
 
+/// `entry(name)` GETs the object before `commit()` writes it.
 pub const READ_METHODS: &[&str] = &[
+    "entry",
     "get",
     "get_opt",
     "list",
