@@ -416,11 +416,7 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
         let Some(unit) = unit_of(p, &mut cache) else {
             continue;
         };
-        units
-            .entry(unit)
-            .or_default()
-            .0
-            .push(p.clone());
+        units.entry(unit).or_default().0.push(p.clone());
     }
     // CRD YAML anywhere under a crate's directory joins that crate.
     for p in &walked.yaml {
