@@ -173,12 +173,20 @@ pub fn evidence_lines(finding: &Finding) -> Vec<String> {
     let mut samples = 0usize;
     for ev in &finding.evidence {
         match ev {
-            Evidence::Related { span, note } => lines.push(format!(
-                "{}:{}:{}: {note}",
-                normalize_path(&span.file),
-                span.line,
-                span.column
-            )),
+            Evidence::Related { span, note } => {
+                // In the finding's own file the line is enough; elsewhere name the file.
+                let same_file = finding.subject.span().is_some_and(|s| s.file == span.file);
+                if same_file {
+                    lines.push(format!("line {}:{}: {note}", span.line, span.column));
+                } else {
+                    lines.push(format!(
+                        "{}:{}:{}: {note}",
+                        normalize_path(&span.file),
+                        span.line,
+                        span.column
+                    ));
+                }
+            }
             Evidence::Value { name, value, unit } => {
                 let unit = if unit.is_empty() {
                     String::new()
