@@ -2,7 +2,9 @@
 
 use super::{Report, evidence_lines, normalize_path, note_line, stats_line, summary_line};
 use crate::finding::{Finding, Severity, Subject};
-use comfy_table::{Attribute, Cell, Color, ContentArrangement, Table, presets};
+use comfy_table::{
+    Attribute, Cell, Color, ColumnConstraint, ContentArrangement, Table, Width, presets,
+};
 use std::fmt::Write as _;
 use std::io::IsTerminal;
 
@@ -75,6 +77,10 @@ fn findings_table(findings: &[Finding], color: bool, width: u16) -> Table {
                 }
             }),
     );
+    // The message carries the most text; the location wraps rather than squeezes it.
+    if let Some(c) = table.column_mut(0) {
+        c.set_constraint(ColumnConstraint::UpperBoundary(Width::Percentage(32)));
+    }
     for f in findings {
         let mut message = f.message.clone();
         for line in evidence_lines(f) {
