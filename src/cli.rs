@@ -102,6 +102,17 @@ pub enum Command {
         after_help = "Examples:\n  kubectl ctrlaudit rules\n  kubectl ctrlaudit rules CA202\n  kubectl ctrlaudit rules volatile-value-written-every-reconcile"
     )]
     Rules(RulesArgs),
+    /// Watch a running cluster (read-only) for a window and report anti-patterns with evidence, naming the controller.
+    #[command(
+        after_help = "Examples:\n  kubectl ctrlaudit live -n shop --duration 2m\n  kubectl ctrlaudit live -A --resource widgets.bench.ctrlaudit.io\n  kubectl ctrlaudit live -n shop --controller-pod shop/widget-operator-7d9f --metrics-port 8080\n  kubectl ctrlaudit live -n shop -l app=widget-operator -o json\n  kubectl ctrlaudit live -n shop --metrics-url http://127.0.0.1:8080/metrics --record ./incident-42\n  kubectl ctrlaudit live --replay ./incident-42\n  kubectl ctrlaudit live --offline --audit-log /var/log/kubernetes/audit.log\n\nRead-only: list, watch and get, plus GET /metrics; never a write, never a Secret. What could not be observed\nis printed as notes; exit 3 when nothing at all could be observed."
+    )]
+    Live(crate::live::LiveArgs),
+    /// Run built-in good/bad controllers against the cluster side by side and measure what each anti-pattern costs.
+    #[command(
+        about = "Run built-in good/bad controllers against the cluster side by side and measure what each anti-pattern costs",
+        after_help = "Examples:\n  kubectl ctrlaudit bench --list\n  kubectl ctrlaudit bench --rule CA202\n  kubectl ctrlaudit bench --experiment 1 --objects 200 --duration 60s\n  kubectl ctrlaudit bench --variants good,bad-poll --work 20ms -o json --output-dir ./bench-out\n  kubectl ctrlaudit bench --experiment tenants --tenants 50\n  kubectl ctrlaudit bench --experiment speed --objects 1000\n  kubectl ctrlaudit bench --cleanup 3f9a1c\n\nWrites only to namespaces it creates (labelled app.kubernetes.io/managed-by=kubectl-ctrlaudit) and the Widget\nCRD if absent; deletes them at the end, on Ctrl-C and on errors. CSVs, an SVG chart and report.json go to\n--output-dir. Exit 0 a complete run, 2 bad arguments, 3 the cluster could not be measured or the run was cut short."
+    )]
+    Bench(crate::bench::BenchArgs),
 }
 
 #[derive(Debug, Args)]
@@ -147,6 +158,8 @@ pub fn run(cli: Cli) -> Result<u8> {
     match &cli.command {
         Command::Scan(a) => run_scan(&cli.global, a),
         Command::Rules(a) => run_rules(&cli.global, a),
+        Command::Live(a) => crate::live::run(&cli.global, cli.all_namespaces, a),
+        Command::Bench(a) => crate::bench::run(&cli.global, a),
     }
 }
 

@@ -63,6 +63,57 @@ impl Default for Thresholds {
     }
 }
 
+/// `[metrics]`: the controller metric names `live` reads, defaulting to the controller-runtime and client-go
+/// names (which the bench variants export too). A kube-rs controller that names its own metrics maps them here,
+/// e.g. `reconcile_total = "doc_controller_reconciliations_total"`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MetricNames {
+    /// Counter of reconciles, labelled by controller and result.
+    pub reconcile_total: String,
+    /// Counter of failed reconciles.
+    pub reconcile_errors_total: String,
+    /// Histogram of reconcile duration (its `_sum` and `_count` are read).
+    pub reconcile_time_seconds: String,
+    /// Gauge: the configured worker limit (0 = unbounded).
+    pub max_concurrent_reconciles: String,
+    /// Gauge: workers busy right now.
+    pub active_workers: String,
+    /// Counter of work-queue additions, labelled by queue name.
+    pub workqueue_adds_total: String,
+    /// Gauge: items waiting in the work queue.
+    pub workqueue_depth: String,
+    /// Counter of the controller's API requests, labelled by method and code.
+    pub rest_client_requests_total: String,
+    /// The label of `reconcile_total` that carries the outcome.
+    pub result_label: String,
+    /// The value of `result_label` that means "requeued after a delay" (polling).
+    pub requeue_after_result: String,
+    /// The label that names the controller (on the reconcile and worker metrics).
+    pub controller_label: String,
+    /// The label that names the work queue.
+    pub queue_label: String,
+}
+
+impl Default for MetricNames {
+    fn default() -> Self {
+        Self {
+            reconcile_total: "controller_runtime_reconcile_total".into(),
+            reconcile_errors_total: "controller_runtime_reconcile_errors_total".into(),
+            reconcile_time_seconds: "controller_runtime_reconcile_time_seconds".into(),
+            max_concurrent_reconciles: "controller_runtime_max_concurrent_reconciles".into(),
+            active_workers: "controller_runtime_active_workers".into(),
+            workqueue_adds_total: "workqueue_adds_total".into(),
+            workqueue_depth: "workqueue_depth".into(),
+            rest_client_requests_total: "rest_client_requests_total".into(),
+            result_label: "result".into(),
+            requeue_after_result: "requeue_after".into(),
+            controller_label: "controller".into(),
+            queue_label: "name".into(),
+        }
+    }
+}
+
 /// The parsed configuration.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -72,6 +123,8 @@ pub struct Config {
     pub thresholds: Thresholds,
     /// Wrapper function path (or bare name) → the kube `Api` method it wraps (`patch_status`, `list`, …).
     pub aliases: BTreeMap<String, String>,
+    /// live: the names under which a controller exports its metrics (kube-rs controllers name their own).
+    pub metrics: MetricNames,
     /// Where it was read from, if anywhere.
     #[serde(skip)]
     pub source: Option<PathBuf>,
@@ -169,6 +222,23 @@ mod tests {
         assert_eq!(c.thresholds.polling_requeue_secs, 10.0);
         assert_eq!(c.thresholds.error_requeue_secs, 60.0);
         assert_eq!(c.aliases.len(), 1);
+    }
+
+    #[test]
+    fn metric_name_map_overrides_only_what_it_names() {
+        let c = Config::parse(
+            "[metrics]\nreconcile_total = \"doc_controller_reconciliations_total\"\nresult_label = \"outcome\"\n",
+            Path::new("ctrlaudit.toml"),
+        )
+        .expect("valid");
+        assert_eq!(
+            c.metrics.reconcile_total,
+            "doc_controller_reconciliations_total"
+        );
+        assert_eq!(c.metrics.result_label, "outcome");
+        assert_eq!(c.metrics.workqueue_depth, "workqueue_depth");
+        assert_eq!(Config::default().metrics, MetricNames::default());
+        assert!(Config::parse("[metrics]\nreconciles = \"x\"\n", Path::new("x")).is_err());
     }
 
     #[test]

@@ -4,6 +4,7 @@ pub mod bench;
 pub mod cli;
 pub mod config;
 pub mod finding;
+pub mod live;
 pub mod report;
 pub mod rules;
 pub mod scan;

@@ -1,0 +1,478 @@
+//! `kubectl ctrlaudit bench` arguments, and their validation into a [`Plan`] before anything touches a cluster.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+
+use super::catalog::{self, VariantSpec};
+
+/// `kubectl ctrlaudit bench`: run built-in good/bad controllers against the cluster and measure the cost.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct BenchArgs {
+    /// Variants to run side by side, comma-separated (see --list).
+    #[arg(long, value_delimiter = ',', value_name = "A,B,…")]
+    pub variants: Vec<String>,
+    /// Run the pair of variants that isolates this rule, e.g. CA202.
+    #[arg(long, value_name = "CODE")]
+    pub rule: Option<String>,
+    /// Reproduce an experiment: 1, 2, 3, 4, tenants or speed (see --list).
+    #[arg(long, value_name = "NAME")]
+    pub experiment: Option<String>,
+    /// Widgets per variant (the tenant designs spread them over --tenants namespaces; speed creates N twice).
+    #[arg(long, value_name = "N", default_value_t = 200)]
+    pub objects: u64,
+    /// Observation window, e.g. 60s, 2m.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "60s",
+        allow_hyphen_values = true
+    )]
+    pub duration: String,
+    /// Simulated work per reconcile (an async sleep), e.g. 10ms.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "10ms",
+        allow_hyphen_values = true
+    )]
+    pub work: String,
+    /// Tenant namespaces for the per-tenant and shared designs.
+    #[arg(long, value_name = "T", default_value_t = 20)]
+    pub tenants: u32,
+    /// Another writer: spec writes per second per namespace on a hot set of 3 objects, during the first 3/4 of
+    /// the window (default: 20 for experiment 3 and CA301, else 0).
+    #[arg(long, value_name = "PER_SECOND", allow_hyphen_values = true)]
+    pub churn: Option<f64>,
+    /// Length of the API server write-ceiling probe before the run; 0s skips it.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "5s",
+        allow_hyphen_values = true
+    )]
+    pub probe: String,
+    /// Where the CSVs, the chart and report.json go (default: ./ctrlaudit-bench/<run id>).
+    #[arg(long, value_name = "DIR")]
+    pub output_dir: Option<PathBuf>,
+    /// After deleting its namespaces, finalize the ones still Terminating (for control planes without a
+    /// namespace controller, such as testenv; on a real cluster leave this off).
+    #[arg(long)]
+    pub finalize_namespaces: bool,
+    /// Delete what an interrupted run left behind (its namespaces and Widgets; the CRD if that run created
+    /// it), then exit.
+    #[arg(long, value_name = "RUN_ID")]
+    pub cleanup: Option<String>,
+    /// List the variants, rule pairs and experiments, then exit.
+    #[arg(long)]
+    pub list: bool,
+    #[command(subcommand)]
+    pub internal: Option<Internal>,
+}
+
+/// Modes the harness starts itself in (hidden).
+#[derive(Debug, Subcommand)]
+pub enum Internal {
+    /// Create one Widget the way `kubectl apply -f` does (GET, then POST with the last-applied annotation),
+    /// in the namespace given with -n: one process per object, for the speed comparison.
+    #[command(name = "create-one", hide = true)]
+    CreateOne {
+        #[arg(long)]
+        name: String,
+        #[arg(long)]
+        run: String,
+    },
+    /// Run a tenant design in this process until stdin closes; prints `listening ADDR` first.
+    #[command(name = "child", hide = true)]
+    Child {
+        #[arg(long)]
+        variant: String,
+        #[arg(long, value_delimiter = ',')]
+        namespaces: Vec<String>,
+        #[arg(long)]
+        selector: String,
+        #[arg(long, default_value = "10ms")]
+        work: String,
+    },
+}
+
+/// A usage error: the message says what was expected and what was found (exit 2).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+fn usage(msg: impl Into<String>) -> UsageError {
+    UsageError(msg.into())
+}
+
+/// What a run does, validated.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// `experiment 1`, `rule CA202`, `variants good,bad-poll`.
+    pub title: String,
+    /// File-name-safe version of the title (chart name).
+    pub slug: String,
+    pub kind: PlanKind,
+    pub variants: Vec<&'static VariantSpec>,
+    pub objects: u64,
+    pub duration: Duration,
+    pub work: Duration,
+    pub tenants: u32,
+    pub churn: f64,
+    pub probe: Duration,
+    pub output_dir: Option<PathBuf>,
+    pub finalize_namespaces: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlanKind {
+    /// Run variants for a window.
+    Variants,
+    /// Only the write-ceiling probe (CA403).
+    ProbeOnly,
+    /// The creation-speed comparison.
+    Speed,
+}
+
+/// Limits that catch typos (`--objects 2000000`, `--duration 60h`) before they load a cluster for hours.
+pub const MAX_OBJECTS: u64 = 100_000;
+pub const MAX_DURATION: Duration = Duration::from_secs(24 * 3600);
+pub const MAX_WORK: Duration = Duration::from_secs(60);
+pub const MAX_PROBE: Duration = Duration::from_secs(300);
+pub const MAX_TENANTS: u32 = 2_000;
+pub const MAX_CHURN: f64 = 1_000.0;
+
+/// Parses `90s`, `1m30s`, `1.5m`, `500ms`, `2h`, `0`; a bare number is seconds.
+pub fn parse_duration(flag: &str, text: &str) -> Result<Duration, UsageError> {
+    let t = text.trim();
+    let bad = |why: &str| {
+        usage(format!(
+            "--{flag} {text:?}: {why} (expected e.g. 500ms, 30s, 2m, 1h)"
+        ))
+    };
+    if t.is_empty() {
+        return Err(bad("empty"));
+    }
+    if t.starts_with('-') {
+        return Err(bad("a duration cannot be negative"));
+    }
+    if let Ok(secs) = t.parse::<f64>() {
+        return Duration::try_from_secs_f64(secs).map_err(|_| bad("not a finite duration"));
+    }
+    let mut total = 0f64;
+    let mut rest = t;
+    while !rest.is_empty() {
+        let num_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .ok_or_else(|| bad("missing a unit"))?;
+        if num_len == 0 {
+            return Err(bad("expected a number"));
+        }
+        let (num, tail) = rest.split_at(num_len);
+        let value: f64 = num.parse().map_err(|_| bad("not a number"))?;
+        let unit_len = tail
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(tail.len());
+        let (unit, next) = tail.split_at(unit_len);
+        let scale = match unit {
+            "ns" => 1e-9,
+            "us" | "µs" => 1e-6,
+            "ms" => 1e-3,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => return Err(bad(&format!("unknown unit {unit:?}"))),
+        };
+        total += value * scale;
+        rest = next;
+    }
+    Duration::try_from_secs_f64(total).map_err(|_| bad("not a finite duration"))
+}
+
+/// Formats a duration the way the flags take it: `60s`, `1m30s`, `10ms`, `1.5s`.
+pub fn fmt_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 1000 {
+        return format!("{ms}ms");
+    }
+    let s = d.as_secs_f64();
+    if s.fract() > 0.0 && s < 60.0 {
+        return format!("{s:.1}s");
+    }
+    let whole = d.as_secs();
+    match (whole / 60, whole % 60) {
+        (0, s) => format!("{s}s"),
+        (m, 0) => format!("{m}m"),
+        (m, s) => format!("{m}m{s}s"),
+    }
+}
+
+fn bounded(flag: &str, text: &str, min: Duration, max: Duration) -> Result<Duration, UsageError> {
+    let d = parse_duration(flag, text)?;
+    if d < min {
+        return Err(usage(format!(
+            "--{flag} {text}: must be at least {}",
+            fmt_duration(min)
+        )));
+    }
+    if d > max {
+        return Err(usage(format!(
+            "--{flag} {text}: more than the limit of {}; a typo?",
+            fmt_duration(max)
+        )));
+    }
+    Ok(d)
+}
+
+fn known_variants() -> String {
+    catalog::VARIANTS
+        .iter()
+        .map(|v| v.name)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl BenchArgs {
+    /// Validates the arguments into a plan. Every usage problem is reported here, before any cluster call.
+    pub fn plan(&self) -> Result<Plan, UsageError> {
+        let chosen = [
+            !self.variants.is_empty(),
+            self.rule.is_some(),
+            self.experiment.is_some(),
+        ]
+        .iter()
+        .filter(|b| **b)
+        .count();
+        if chosen == 0 {
+            return Err(usage(
+                "choose what to run: --variants A,B, --rule CODE or --experiment 1|2|3|4|tenants|speed (see --list)",
+            ));
+        }
+        if chosen > 1 {
+            return Err(usage(
+                "--variants, --rule and --experiment are alternatives: give exactly one",
+            ));
+        }
+        let mut kind = PlanKind::Variants;
+        let mut default_churn = 0.0;
+        let (title, names): (String, Vec<String>) = if let Some(code) = &self.rule {
+            let Some(rule) = crate::rules::find(code) else {
+                return Err(usage(format!(
+                    "unknown rule {code:?} (see `kubectl ctrlaudit rules`)"
+                )));
+            };
+            let Some(pair) = catalog::rule_pair(rule.code) else {
+                let with: Vec<&str> = catalog::RULE_PAIRS.iter().map(|p| p.code).collect();
+                return Err(usage(format!(
+                    "rule {} has no bench pair; rules with one: {}",
+                    rule.code,
+                    with.join(", ")
+                )));
+            };
+            if pair.variants.is_empty() {
+                kind = PlanKind::ProbeOnly;
+            }
+            default_churn = pair.churn;
+            (
+                format!("rule {}", rule.code),
+                pair.variants.iter().map(|s| s.to_string()).collect(),
+            )
+        } else if let Some(name) = &self.experiment {
+            let Some(e) = catalog::experiment(name.trim()) else {
+                let names: Vec<&str> = catalog::EXPERIMENTS.iter().map(|e| e.name).collect();
+                return Err(usage(format!(
+                    "unknown experiment {name:?}; known: {}",
+                    names.join(", ")
+                )));
+            };
+            if e.name == "speed" {
+                kind = PlanKind::Speed;
+            }
+            default_churn = e.churn;
+            (
+                format!("experiment {}", e.name),
+                e.variants.iter().map(|s| s.to_string()).collect(),
+            )
+        } else {
+            let names: Vec<String> = self
+                .variants
+                .iter()
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+                .collect();
+            if names.is_empty() {
+                return Err(usage(format!(
+                    "--variants is empty; known: {}",
+                    known_variants()
+                )));
+            }
+            (format!("variants {}", names.join(",")), names)
+        };
+        let mut variants = Vec::new();
+        for n in &names {
+            let Some(spec) = catalog::variant(n) else {
+                return Err(usage(format!(
+                    "unknown variant {n:?}; known: {}",
+                    known_variants()
+                )));
+            };
+            if variants.iter().any(|v: &&VariantSpec| v.name == spec.name) {
+                return Err(usage(format!("variant {n:?} is listed twice")));
+            }
+            variants.push(spec);
+        }
+        if self.objects == 0 {
+            return Err(usage("--objects 0: a bench needs at least one object"));
+        }
+        if self.objects > MAX_OBJECTS {
+            return Err(usage(format!(
+                "--objects {}: more than the limit of {MAX_OBJECTS}; a typo?",
+                self.objects
+            )));
+        }
+        let duration = bounded(
+            "duration",
+            &self.duration,
+            Duration::from_secs(1),
+            MAX_DURATION,
+        )?;
+        let work = bounded("work", &self.work, Duration::ZERO, MAX_WORK)?;
+        let probe = bounded("probe", &self.probe, Duration::ZERO, MAX_PROBE)?;
+        if kind == PlanKind::ProbeOnly && probe.is_zero() {
+            return Err(usage(
+                "--rule CA403 is the write-ceiling probe: --probe 0s would measure nothing",
+            ));
+        }
+        if self.tenants == 0 || self.tenants > MAX_TENANTS {
+            return Err(usage(format!(
+                "--tenants {}: expected 1 to {MAX_TENANTS}",
+                self.tenants
+            )));
+        }
+        let churn = self.churn.unwrap_or(default_churn);
+        if !churn.is_finite() || !(0.0..=MAX_CHURN).contains(&churn) {
+            return Err(usage(format!(
+                "--churn {churn}: expected 0 to {MAX_CHURN} writes per second"
+            )));
+        }
+        // Variant lists make long names: the chart of a --variants run is variants.svg.
+        let slug_source = if self.variants.is_empty() {
+            title.as_str()
+        } else {
+            "variants"
+        };
+        let slug = slug_source
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_ascii_lowercase()
+                } else {
+                    '-'
+                }
+            })
+            .collect::<String>();
+        Ok(Plan {
+            title,
+            slug,
+            kind,
+            variants,
+            objects: self.objects,
+            duration,
+            work,
+            tenants: self.tenants,
+            churn,
+            probe,
+            output_dir: self.output_dir.clone(),
+            finalize_namespaces: self.finalize_namespaces,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct T {
+        #[command(flatten)]
+        a: BenchArgs,
+    }
+
+    fn plan(args: &[&str]) -> Result<Plan, UsageError> {
+        let mut v = vec!["bench"];
+        v.extend_from_slice(args);
+        T::try_parse_from(v).expect("clap parses").a.plan()
+    }
+
+    fn err(args: &[&str]) -> String {
+        plan(args).expect_err("should be a usage error").0
+    }
+
+    #[test]
+    fn durations() {
+        let p = |s| parse_duration("d", s);
+        assert_eq!(p("60s").ok(), Some(Duration::from_secs(60)));
+        assert_eq!(p("1m30s").ok(), Some(Duration::from_secs(90)));
+        assert_eq!(p("1.5m").ok(), Some(Duration::from_secs(90)));
+        assert_eq!(p("10ms").ok(), Some(Duration::from_millis(10)));
+        assert_eq!(p("2h").ok(), Some(Duration::from_secs(7200)));
+        assert_eq!(p("45").ok(), Some(Duration::from_secs(45)));
+        assert_eq!(p("0").ok(), Some(Duration::ZERO));
+        assert!(p("-5s").is_err());
+        assert!(p("5 parsecs").is_err());
+        assert!(p("s").is_err());
+        assert!(p("").is_err());
+        assert!(p("1e400").is_err());
+        assert_eq!(fmt_duration(Duration::from_secs(90)), "1m30s");
+        assert_eq!(fmt_duration(Duration::from_millis(10)), "10ms");
+        assert_eq!(fmt_duration(Duration::from_secs(60)), "1m");
+        assert_eq!(fmt_duration(Duration::from_millis(1500)), "1.5s");
+    }
+
+    #[test]
+    fn valid_plans() {
+        let p = plan(&["--experiment", "1"]).expect("experiment 1");
+        assert_eq!(p.variants.len(), 5);
+        assert_eq!(p.objects, 200);
+        assert_eq!(p.duration, Duration::from_secs(60));
+        assert_eq!(p.churn, 0.0);
+        let p = plan(&["--rule", "ca301", "--objects", "50", "--duration", "30s"]).expect("CA301");
+        assert_eq!(p.churn, catalog::DEFAULT_CHURN);
+        assert_eq!(p.title, "rule CA301");
+        let p = plan(&["--variants", "good,bad-poll", "--work", "0"]).expect("variants");
+        assert_eq!(p.variants[1].name, "bad-poll");
+        assert_eq!(p.work, Duration::ZERO);
+        assert_eq!(
+            plan(&["--rule", "CA403"]).expect("probe").kind,
+            PlanKind::ProbeOnly
+        );
+        assert_eq!(
+            plan(&["--experiment", "speed"]).expect("speed").kind,
+            PlanKind::Speed
+        );
+        assert_eq!(plan(&["--rule", "CA202"]).expect("slug").slug, "rule-ca202");
+    }
+
+    #[test]
+    fn bad_input_is_a_clear_usage_error() {
+        assert!(err(&[]).contains("choose what to run"));
+        assert!(err(&["--rule", "CA201", "--experiment", "1"]).contains("alternatives"));
+        assert!(err(&["--variants", "good,nope"]).contains("unknown variant \"nope\""));
+        assert!(err(&["--variants", "good,good"]).contains("twice"));
+        assert!(err(&["--rule", "CA999"]).contains("unknown rule"));
+        assert!(err(&["--rule", "CA204"]).contains("has no bench pair"));
+        assert!(err(&["--experiment", "9"]).contains("unknown experiment"));
+        assert!(err(&["--rule", "CA201", "--objects", "0"]).contains("at least one object"));
+        assert!(err(&["--rule", "CA201", "--objects", "1000000"]).contains("limit"));
+        assert!(err(&["--rule", "CA201", "--duration", "-5s"]).contains("negative"));
+        assert!(err(&["--rule", "CA201", "--duration", "0s"]).contains("at least 1s"));
+        assert!(err(&["--rule", "CA201", "--duration", "400h"]).contains("limit"));
+        assert!(err(&["--rule", "CA201", "--duration", "soon"]).contains("--duration"));
+        assert!(err(&["--rule", "CA201", "--churn", "-1"]).contains("--churn"));
+        assert!(err(&["--rule", "CA201", "--tenants", "0"]).contains("--tenants"));
+        assert!(err(&["--rule", "CA403", "--probe", "0s"]).contains("measure nothing"));
+    }
+}

@@ -1,0 +1,57 @@
+//! `bad-no-predicate` (CA201): `good` without the generation predicate. Its own status write comes back as a
+//! watch event and costs another reconcile of every object (which then finds nothing to do).
+
+use std::sync::Arc;
+
+use futures::{StreamExt, TryStreamExt};
+use kube::ResourceExt;
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::controller::{self, Action, Controller};
+use kube::runtime::{WatchStreamExt, reflector, watcher};
+use serde_json::json;
+
+use super::{Error, desired_status, error_policy, is_current};
+use crate::bench::instrument::VariantCtx;
+use crate::bench::widget::Widget;
+
+async fn reconcile(widget: Arc<Widget>, ctx: Arc<VariantCtx>) -> Result<Action, Error> {
+    let _timer = ctx.reconcile_started(&widget);
+    ctx.simulated_work().await;
+    if is_current(&widget) {
+        return Ok(Action::await_change());
+    }
+    let ns = widget.namespace().ok_or(Error::NoNamespace)?;
+    let widgets: Api<Widget> = Api::namespaced(ctx.client.clone(), &ns);
+    let status = json!({ "status": desired_status(&widget) });
+    widgets
+        .patch_status(
+            &widget.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&status),
+        )
+        .await?;
+    Ok(Action::await_change())
+}
+
+/// Runs the controller for `namespace` until the harness stops it.
+pub async fn run(namespace: String, ctx: Arc<VariantCtx>) -> anyhow::Result<()> {
+    let widgets: Api<Widget> = Api::namespaced(ctx.client.clone(), &namespace);
+    let (reader, writer) = reflector::store();
+    let queue = ctx.clone();
+    // What `Controller::new(widgets, cfg)` builds internally, written out to observe the queue.
+    let stream = watcher(widgets, ctx.watcher_config())
+        .default_backoff()
+        .reflect(writer)
+        .applied_objects()
+        .inspect_ok(move |w| queue.triggered(w));
+    Controller::for_stream(stream, reader) //~ CA201
+        .with_config(controller::Config::default().concurrency(ctx.opts.workers))
+        .graceful_shutdown_on(ctx.stopped())
+        .run(reconcile, error_policy, ctx.clone())
+        .for_each(|item| {
+            ctx.finished(&item);
+            futures::future::ready(())
+        })
+        .await;
+    Ok(())
+}

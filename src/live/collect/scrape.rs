@@ -1,0 +1,356 @@
+//! Scrapes `/metrics`: the API server's (through the client), a controller's by URL (plain HTTP) or through
+//! the API server's pod proxy. Every fetch is bounded in time and size; a failure is a note, never an abort.
+
+use super::MetricsTarget;
+use super::discover::explain;
+use crate::config::Config;
+use crate::live::metrics;
+use crate::live::snapshot::{MetricSource, Scrape, SourceKind};
+use crate::report::Note;
+use futures::AsyncReadExt;
+use http_body_util::BodyExt;
+use k8s_openapi::api::core::v1::Pod;
+use kube::Client;
+use kube::api::{Api, ListParams};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// The API server's `/metrics` can be a few MB on a busy server.
+pub const APISERVER_MAX_BYTES: u64 = 64 << 20;
+pub const APISERVER_TIMEOUT: Duration = Duration::from_secs(20);
+/// A controller's `/metrics` beyond this is itself a cardinality problem (and reported as such).
+pub const CONTROLLER_MAX_BYTES: u64 = 16 << 20;
+pub const CONTROLLER_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Why a scrape did not give samples.
+#[derive(Debug, thiserror::Error)]
+pub enum ScrapeError {
+    #[error("{0}")]
+    Request(String),
+    #[error("no answer within {0:?}")]
+    Timeout(Duration),
+    #[error("the body is larger than {} MiB: skipped", .0 >> 20)]
+    TooLarge(u64),
+    #[error("the body is not UTF-8 text")]
+    NotText,
+    #[error("HTTP {0}")]
+    Status(u16),
+    #[error("{0}")]
+    Parse(#[from] metrics::ParseError),
+}
+
+/// One scrape of the API server's `/metrics`.
+pub async fn apiserver(client: &Client, cfg: &Config) -> Result<Scrape, ScrapeError> {
+    let request = kube::core::Request::new("")
+        .get("metrics", &Default::default())
+        .map_err(|e| ScrapeError::Request(e.to_string()))?;
+    let text = bounded_text(
+        client,
+        request,
+        APISERVER_MAX_BYTES,
+        APISERVER_TIMEOUT,
+        "get on nonResourceURL /metrics",
+    )
+    .await?;
+    Ok(metrics::parse(
+        &text,
+        super::now_ms(),
+        SourceKind::Apiserver,
+        &cfg.metrics,
+    )?)
+}
+
+/// GET through the client, reading at most `max` bytes within `timeout`.
+async fn bounded_text(
+    client: &Client,
+    request: http::Request<Vec<u8>>,
+    max: u64,
+    timeout: Duration,
+    needs: &str,
+) -> Result<String, ScrapeError> {
+    let fetch = async {
+        let body = client
+            .request_stream(request)
+            .await
+            .map_err(|e| ScrapeError::Request(explain(&e, needs)))?;
+        let mut buf = Vec::new();
+        futures::pin_mut!(body);
+        body.take(max + 1)
+            .read_to_end(&mut buf)
+            .await
+            .map_err(|e| ScrapeError::Request(format!("reading the body: {e}")))?;
+        if buf.len() as u64 > max {
+            return Err(ScrapeError::TooLarge(max));
+        }
+        String::from_utf8(buf).map_err(|_| ScrapeError::NotText)
+    };
+    tokio::time::timeout(timeout, fetch)
+        .await
+        .map_err(|_| ScrapeError::Timeout(timeout))?
+}
+
+/// GET a plain `http://` URL with a body cap and a deadline.
+pub async fn http_get(url: &str, max: u64, timeout: Duration) -> Result<String, ScrapeError> {
+    let uri: http::Uri = url
+        .parse()
+        .map_err(|e| ScrapeError::Request(format!("not a URL: {e}")))?;
+    if uri.scheme_str() != Some("http") {
+        return Err(ScrapeError::Request(
+            "only http:// URLs are scraped directly; reach an https endpoint with --controller-pod through the API \
+             server's pod proxy"
+                .into(),
+        ));
+    }
+    let host = uri
+        .host()
+        .ok_or_else(|| ScrapeError::Request("the URL has no host".into()))?
+        .to_string();
+    let port = uri.port_u16().unwrap_or(80);
+    let fetch = async {
+        let stream = tokio::net::TcpStream::connect((host.as_str(), port))
+            .await
+            .map_err(|e| ScrapeError::Request(format!("unreachable: {e}")))?;
+        let (mut sender, conn) =
+            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+                .await
+                .map_err(|e| ScrapeError::Request(format!("HTTP handshake: {e}")))?;
+        // The connection task ends when the response is read or dropped.
+        let conn = tokio::spawn(conn);
+        let path = uri.path_and_query().map_or("/", |p| p.as_str()).to_string();
+        let req = http::Request::get(path)
+            .header(http::header::HOST, format!("{host}:{port}"))
+            .header(http::header::USER_AGENT, super::super::USER_AGENT)
+            .header(http::header::ACCEPT, "text/plain")
+            .body(http_body_util::Empty::<hyper::body::Bytes>::new())
+            .map_err(|e| ScrapeError::Request(e.to_string()))?;
+        let resp = sender
+            .send_request(req)
+            .await
+            .map_err(|e| ScrapeError::Request(format!("request failed: {e}")))?;
+        if !resp.status().is_success() {
+            conn.abort();
+            return Err(ScrapeError::Status(resp.status().as_u16()));
+        }
+        let mut body = resp.into_body();
+        let mut buf: Vec<u8> = Vec::new();
+        while let Some(frame) = body.frame().await {
+            let frame =
+                frame.map_err(|e| ScrapeError::Request(format!("reading the body: {e}")))?;
+            if let Ok(data) = frame.into_data() {
+                buf.extend_from_slice(&data);
+                if buf.len() as u64 > max {
+                    conn.abort();
+                    return Err(ScrapeError::TooLarge(max));
+                }
+            }
+        }
+        String::from_utf8(buf).map_err(|_| ScrapeError::NotText)
+    };
+    tokio::time::timeout(timeout, fetch)
+        .await
+        .map_err(|_| ScrapeError::Timeout(timeout))?
+}
+
+/// A target ready to scrape.
+#[derive(Debug, Clone)]
+pub enum Resolved {
+    Url(String),
+    Pod {
+        namespace: String,
+        name: String,
+        port: u16,
+    },
+}
+
+impl Resolved {
+    pub fn name(&self) -> String {
+        match self {
+            Resolved::Url(u) => u.clone(),
+            Resolved::Pod {
+                namespace,
+                name,
+                port,
+            } => format!("pod {namespace}/{name}:{port}"),
+        }
+    }
+}
+
+/// The port of a pod's metrics: a container port named like metrics, else the first one, else 8080.
+fn metrics_port(pod: &Pod) -> u16 {
+    let ports: Vec<_> = pod
+        .spec
+        .iter()
+        .flat_map(|s| &s.containers)
+        .flat_map(|c| c.ports.iter().flatten())
+        .collect();
+    ports
+        .iter()
+        .find(|p| {
+            p.name
+                .as_deref()
+                .is_some_and(|n| n.contains("metrics") || n == "prometheus")
+        })
+        .or(ports.first())
+        .and_then(|p| u16::try_from(p.container_port).ok())
+        .unwrap_or(8080)
+}
+
+/// Resolves pods and selectors to concrete targets (one get or list each).
+pub async fn resolve_targets(
+    client: &Client,
+    targets: &[MetricsTarget],
+    requests: &mut BTreeMap<String, u64>,
+) -> (Vec<Resolved>, Vec<Note>) {
+    let mut out = Vec::new();
+    let mut notes = Vec::new();
+    for t in targets {
+        match t {
+            MetricsTarget::Url(u) => out.push(Resolved::Url(u.clone())),
+            MetricsTarget::Pod {
+                namespace,
+                name,
+                port,
+            } => {
+                let port = match port {
+                    Some(p) => *p,
+                    None => {
+                        *requests.entry("get pods".into()).or_default() += 1;
+                        let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+                        match pods.get(name).await {
+                            Ok(p) => metrics_port(&p),
+                            Err(e) => {
+                                notes.push(Note {
+                                    subject: format!("pod {namespace}/{name}"),
+                                    message: format!(
+                                        "{}; pass --metrics-port to skip the lookup",
+                                        explain(&e, "get on pods")
+                                    ),
+                                });
+                                continue;
+                            }
+                        }
+                    }
+                };
+                out.push(Resolved::Pod {
+                    namespace: namespace.clone(),
+                    name: name.clone(),
+                    port,
+                });
+            }
+            MetricsTarget::Selector {
+                namespace,
+                selector,
+                port,
+            } => {
+                *requests.entry("list pods".into()).or_default() += 1;
+                let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+                match pods.list(&ListParams::default().labels(selector)).await {
+                    Ok(list) if list.items.is_empty() => notes.push(Note {
+                        subject: format!("-l {selector}"),
+                        message: format!("no pods match in namespace {namespace}"),
+                    }),
+                    Ok(list) => {
+                        for p in &list.items {
+                            let Some(name) = p.metadata.name.clone() else {
+                                continue;
+                            };
+                            out.push(Resolved::Pod {
+                                namespace: namespace.clone(),
+                                name,
+                                port: port.unwrap_or_else(|| metrics_port(p)),
+                            });
+                        }
+                    }
+                    Err(e) => notes.push(Note {
+                        subject: format!("-l {selector}"),
+                        message: explain(&e, "list on pods"),
+                    }),
+                }
+            }
+        }
+    }
+    (out, notes)
+}
+
+/// What scraping one target produced.
+#[derive(Debug)]
+pub struct TargetOutcome {
+    pub source: MetricSource,
+    pub attempts: u64,
+    pub notes: Vec<Note>,
+}
+
+async fn scrape_once(
+    client: &Client,
+    target: &Resolved,
+    cfg: &Config,
+) -> Result<Scrape, ScrapeError> {
+    let text = match target {
+        Resolved::Url(u) => http_get(u, CONTROLLER_MAX_BYTES, CONTROLLER_TIMEOUT).await?,
+        Resolved::Pod {
+            namespace,
+            name,
+            port,
+        } => {
+            let path = format!("/api/v1/namespaces/{namespace}/pods/{name}:{port}/proxy/metrics");
+            let request = http::Request::get(path)
+                .body(Vec::new())
+                .map_err(|e| ScrapeError::Request(e.to_string()))?;
+            bounded_text(
+                client,
+                request,
+                CONTROLLER_MAX_BYTES,
+                CONTROLLER_TIMEOUT,
+                "get on pods/proxy",
+            )
+            .await?
+        }
+    };
+    Ok(metrics::parse(
+        &text,
+        super::now_ms(),
+        SourceKind::Controller,
+        &cfg.metrics,
+    )?)
+}
+
+/// Scrapes `target` now, every `interval`, and once more at `deadline`.
+pub async fn scrape_target(
+    client: Client,
+    target: Resolved,
+    cfg: &Config,
+    interval: Duration,
+    deadline: tokio::time::Instant,
+) -> TargetOutcome {
+    let mut source = MetricSource {
+        name: target.name(),
+        kind: SourceKind::Controller,
+        scrapes: Vec::new(),
+    };
+    let mut attempts = 0u64;
+    let mut failures: BTreeMap<String, u32> = BTreeMap::new();
+    loop {
+        attempts += 1;
+        match scrape_once(&client, &target, cfg).await {
+            Ok(s) => source.scrapes.push(s),
+            Err(e) => *failures.entry(e.to_string()).or_default() += 1,
+        }
+        let now = tokio::time::Instant::now();
+        if now >= deadline {
+            break;
+        }
+        tokio::time::sleep(interval.min(deadline - now)).await;
+    }
+    let notes = failures
+        .into_iter()
+        .map(|(why, n)| Note {
+            subject: format!("controller /metrics at {}", target.name()),
+            message: format!("{n} of {attempts} scrapes failed: {why}"),
+        })
+        .collect();
+    TargetOutcome {
+        source,
+        attempts,
+        notes,
+    }
+}

@@ -1,0 +1,116 @@
+//! One list+watch per resource type (kube-rs `watcher`, with backoff), fed into a [`TypeTracker`].
+
+use super::{Progress, now_ms};
+use crate::live::snapshot::ResourceType;
+use crate::live::tracker::{TypeTracker, WatchEvent};
+use futures::StreamExt;
+use kube::Client;
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
+use kube::runtime::{WatchStreamExt, watcher};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+/// What one watch produced.
+#[derive(Debug)]
+pub struct WatchOutcome {
+    pub tracker: TypeTracker,
+    /// Lists started (the first and every re-list).
+    pub lists: u64,
+    /// The error that stopped the watch, or the last one it recovered from.
+    pub error: Option<String>,
+}
+
+/// Watches one type until `deadline`. A 403 stops it (retrying cannot help); other errors are retried with
+/// kube-rs's default backoff and re-listed without double counting (see `tracker`).
+pub async fn watch_type(
+    client: Client,
+    rt: ResourceType,
+    namespace: Option<String>,
+    deadline: tokio::time::Instant,
+    progress: Arc<Progress>,
+) -> WatchOutcome {
+    let gvk = GroupVersionKind::gvk(&rt.group, &rt.version, &rt.kind);
+    let ar = ApiResource::from_gvk_with_plural(&gvk, &rt.plural);
+    let api: Api<DynamicObject> = match &namespace {
+        Some(ns) => Api::namespaced_with(client, ns, &ar),
+        None => Api::all_with(client, &ar),
+    };
+    let mut tracker = TypeTracker::new(&rt.group, &rt.kind, &rt.plural);
+    let mut lists = 0u64;
+    let mut error = None;
+    let stream = watcher(api, watcher::Config::default()).default_backoff();
+    futures::pin_mut!(stream);
+    let sleep = tokio::time::sleep_until(deadline);
+    tokio::pin!(sleep);
+    let mut counted_objects = 0usize;
+    let mut counted_writes = 0u64;
+    loop {
+        let item = tokio::select! {
+            _ = &mut sleep => break,
+            item = stream.next() => item,
+        };
+        let Some(item) = item else { break };
+        let t = now_ms();
+        match item {
+            Ok(watcher::Event::Init) => {
+                lists += 1;
+                tracker.handle(t, WatchEvent::Init);
+            }
+            Ok(watcher::Event::InitApply(o)) => tracker.handle(t, WatchEvent::InitApply(&o)),
+            Ok(watcher::Event::InitDone) => tracker.handle(t, WatchEvent::InitDone),
+            Ok(watcher::Event::Apply(o)) => tracker.handle(t, WatchEvent::Apply(&o)),
+            Ok(watcher::Event::Delete(o)) => tracker.handle(t, WatchEvent::Delete(&o)),
+            Err(e) => {
+                let (forbidden, msg) = describe(&e, &rt);
+                error = Some(msg);
+                if forbidden {
+                    break;
+                }
+                continue;
+            }
+        }
+        // Progress counters, cheaply: objects on every event, writes now and then.
+        let n = tracker.len();
+        if n != counted_objects {
+            progress
+                .objects
+                .fetch_add((n - counted_objects) as u64, Ordering::Relaxed);
+            counted_objects = n;
+        }
+        if tracker.events.is_multiple_of(64) {
+            let w = tracker.writes();
+            progress
+                .writes
+                .fetch_add(w.saturating_sub(counted_writes), Ordering::Relaxed);
+            counted_writes = w;
+        }
+    }
+    let w = tracker.writes();
+    progress
+        .writes
+        .fetch_add(w.saturating_sub(counted_writes), Ordering::Relaxed);
+    WatchOutcome {
+        tracker,
+        lists,
+        error,
+    }
+}
+
+fn describe(e: &watcher::Error, rt: &ResourceType) -> (bool, String) {
+    let what = format!("list and watch on {}", rt.qualified());
+    match e {
+        watcher::Error::InitialListFailed(k)
+        | watcher::Error::WatchStartFailed(k)
+        | watcher::Error::WatchFailed(k) => {
+            let forbidden = matches!(k, kube::Error::Api(s) if s.code == 403 || s.code == 401);
+            (forbidden, super::discover::explain(k, &what))
+        }
+        watcher::Error::WatchError(s) if s.code == 403 => {
+            (true, format!("forbidden (needs {what})"))
+        }
+        watcher::Error::WatchError(s) => {
+            (false, format!("the watch ended: {} {}", s.code, s.message))
+        }
+        watcher::Error::NoResourceVersion => (true, "the type does not support watch".to_string()),
+    }
+}

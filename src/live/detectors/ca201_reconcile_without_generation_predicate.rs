@@ -1,0 +1,264 @@
+//! CA201 live: a reconcile storm. Either the controller's own metrics show reconciles far above what spec
+//! changes explain, or a manager that writes an object's status also keeps rewriting the object with no spec
+//! change, so each of its writes comes back as the event that triggers its next reconcile.
+
+use super::{
+    finding, manager_subject, metrics_subject, objects_by_type, value, watched_minutes,
+    where_label, window, with_identity,
+};
+use crate::config::Config;
+use crate::finding::Finding;
+use crate::live::snapshot::{Identity, Snapshot, SourceKind};
+use std::collections::BTreeMap;
+
+/// Reconciles per object beyond this multiple of (objects + spec changes) is a storm, not catch-up.
+const STORM_FACTOR: f64 = 3.0;
+/// Above this share of `requeue_after` results it is polling (CA203), not a storm.
+const POLLING_SHARE: f64 = 0.5;
+
+pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
+    let limit = cfg.thresholds.churn_writes_per_object_per_min;
+    let mut out = Vec::new();
+
+    // Audit identities by field manager, to add user and user agent to a manager's finding.
+    let audit_ids: BTreeMap<String, Identity> = s
+        .audit
+        .iter()
+        .flat_map(|a| &a.objects)
+        .filter_map(|o| Some((o.identity.manager.clone()?, o.identity.clone())))
+        .collect();
+
+    // Objects: a manager with no-spec-change writes of the main resource that also writes status.
+    for ((_group, _kind, plural, ns), objs) in objects_by_type(s) {
+        let mut per_manager: BTreeMap<&str, Vec<(f64, u32)>> = BTreeMap::new();
+        for o in &objs {
+            let status_writers: Vec<&str> = o
+                .managers
+                .iter()
+                .filter(|m| m.subresource == "status")
+                .map(|m| m.manager.as_str())
+                .chain(
+                    o.writers
+                        .iter()
+                        .filter(|w| w.subresource == "status")
+                        .map(|w| w.manager.as_str()),
+                )
+                .collect();
+            for w in o.writers.iter().filter(|w| w.subresource.is_empty()) {
+                if !status_writers.contains(&w.manager.as_str()) {
+                    continue;
+                }
+                // Writes of the main resource by this manager are at most the object's no-spec-change writes.
+                let n = w.writes.min(o.writes.no_spec_change);
+                if n >= 2 {
+                    per_manager
+                        .entry(w.manager.as_str())
+                        .or_default()
+                        .push((f64::from(n) / watched_minutes(s, o), n));
+                }
+            }
+        }
+        for (manager, hits) in per_manager {
+            let rate = hits.iter().map(|h| h.0).sum::<f64>() / hits.len() as f64;
+            if rate < limit {
+                continue;
+            }
+            let message = format!(
+                "field manager `{manager}` rewrote {} {} {rate:.1} times per object per minute with no spec change \
+                 (limit {limit}), and it also writes their status: without a generation predicate each of its own \
+                 writes triggers its next reconcile",
+                hits.len(),
+                where_label(&plural, ns.as_deref()),
+            );
+            let subject = with_identity(manager_subject(manager), audit_ids.get(manager));
+            out.extend(finding(
+                cfg,
+                "CA201",
+                subject,
+                message,
+                vec![
+                    value("objects", hits.len() as f64, "objects"),
+                    value("writes without spec change per object", rate, "writes/min"),
+                    value(
+                        "writes",
+                        hits.iter().map(|h| f64::from(h.1)).sum(),
+                        "writes",
+                    ),
+                    window(s.window.secs()),
+                ],
+            ));
+        }
+    }
+
+    // Audit log: an identity that rewrites objects with no spec change and also writes their status.
+    let reported: Vec<String> = out
+        .iter()
+        .filter_map(|f| match &f.subject {
+            crate::finding::Subject::Controller { manager, .. } => manager.clone(),
+            _ => None,
+        })
+        .collect();
+    if let Some(a) = &s.audit {
+        let minutes = a.secs() / 60.0;
+        type Key = (Identity, String, String, Option<String>);
+        let mut per_id: BTreeMap<Key, Vec<(f64, u32)>> = BTreeMap::new();
+        for o in &a.objects {
+            if o.no_spec_change < 2 || o.status_writes == 0 {
+                continue;
+            }
+            if o.identity
+                .manager
+                .as_ref()
+                .is_some_and(|m| reported.contains(m))
+            {
+                continue;
+            }
+            per_id
+                .entry((
+                    o.identity.clone(),
+                    o.group.clone(),
+                    o.resource.clone(),
+                    o.namespace.clone(),
+                ))
+                .or_default()
+                .push((f64::from(o.no_spec_change) / minutes, o.no_spec_change));
+        }
+        // The same client writes status under another fieldManager (or none): join by user and user agent.
+        let status_by_ua: Vec<(String, String)> = a
+            .objects
+            .iter()
+            .filter(|o| o.status_writes > 0)
+            .map(|o| (o.identity.user.clone(), o.identity.user_agent.clone()))
+            .collect();
+        for o in &a.objects {
+            if o.no_spec_change < 2 || o.status_writes > 0 {
+                continue;
+            }
+            if o.identity
+                .manager
+                .as_ref()
+                .is_some_and(|m| reported.contains(m))
+            {
+                continue;
+            }
+            if status_by_ua.contains(&(o.identity.user.clone(), o.identity.user_agent.clone())) {
+                per_id
+                    .entry((
+                        o.identity.clone(),
+                        o.group.clone(),
+                        o.resource.clone(),
+                        o.namespace.clone(),
+                    ))
+                    .or_default()
+                    .push((f64::from(o.no_spec_change) / minutes, o.no_spec_change));
+            }
+        }
+        for ((id, _group, resource, ns), hits) in per_id {
+            let rate = hits.iter().map(|h| h.0).sum::<f64>() / hits.len() as f64;
+            if rate < limit {
+                continue;
+            }
+            let message = format!(
+                "{} rewrote {} {} {rate:.1} times per object per minute with generation unchanged (limit {limit}) \
+                 and also writes their status: its own writes keep triggering its reconciles (audit log)",
+                super::identity_subject(&id).label(),
+                hits.len(),
+                where_label(&resource, ns.as_deref()),
+            );
+            out.extend(finding(
+                cfg,
+                "CA201",
+                super::identity_subject(&id),
+                message,
+                vec![
+                    value("objects", hits.len() as f64, "objects"),
+                    value("writes without spec change per object", rate, "writes/min"),
+                    value(
+                        "writes",
+                        hits.iter().map(|h| f64::from(h.1)).sum(),
+                        "writes",
+                    ),
+                    window(a.secs()),
+                ],
+            ));
+        }
+    }
+
+    // Controller metrics: reconciles far above objects + spec changes, and not polling.
+    let objects = s.objects.iter().filter(|o| !o.deleted).count() as f64;
+    if objects == 0.0 {
+        return out;
+    }
+    let spec_changes: f64 = s
+        .objects
+        .iter()
+        .map(|o| {
+            let created_in_window = o.created_ms.is_some_and(|c| c >= s.window.start_ms);
+            f64::from(o.writes.spec) + f64::from(u8::from(created_in_window))
+        })
+        .sum();
+    // A storm is made of writes: reconciles while no object changed at all are polling (CA203).
+    let no_spec_writes: u32 = s.objects.iter().map(|o| o.writes.no_spec_change).sum();
+    if no_spec_writes == 0 {
+        return out;
+    }
+    let names = &cfg.metrics;
+    for src in s.sources(SourceKind::Controller) {
+        for controller in controllers(src, cfg) {
+            let controller = controller.as_ref();
+            let of = |x: &crate::live::snapshot::MetricSample| {
+                controller.is_none_or(|c| x.label(&names.controller_label) == c.as_str())
+            };
+            let total = src.delta(&names.reconcile_total, of);
+            let requeue = src.delta(&names.reconcile_total, |x| {
+                of(x) && x.label(&names.result_label) == names.requeue_after_result
+            });
+            let secs = src.span_secs();
+            if total < 10.0 || secs <= 0.0 || requeue / total >= POLLING_SHARE {
+                continue;
+            }
+            let per_object_per_min = total / objects / (secs / 60.0);
+            if total < STORM_FACTOR * (objects + spec_changes) || per_object_per_min < limit {
+                continue;
+            }
+            let message = format!(
+                "{} reconciled {total:.0} times in {secs:.0} s for {objects:.0} objects and {spec_changes:.0} spec \
+                 changes ({per_object_per_min:.1} reconciles per object per minute): reconciles are triggered by \
+                 writes that change no spec, i.e. there is no generation predicate",
+                controller.map_or_else(|| src.name.clone(), |c| format!("controller `{c}`")),
+            );
+            out.extend(finding(
+                cfg,
+                "CA201",
+                metrics_subject(src, controller.map(String::as_str)),
+                message,
+                vec![
+                    value("reconciles", total, "reconciles"),
+                    value("objects", objects, "objects"),
+                    value("spec changes", spec_changes, "changes"),
+                    value(
+                        "reconciles per object",
+                        per_object_per_min,
+                        "reconciles/min",
+                    ),
+                    window(secs),
+                ],
+            ));
+        }
+    }
+    out
+}
+
+/// The values of the controller label on the reconcile counter, or one `None` when it has no such label.
+pub(crate) fn controllers(
+    src: &crate::live::snapshot::MetricSource,
+    cfg: &Config,
+) -> Vec<Option<String>> {
+    let names = &cfg.metrics;
+    let v = src.label_values(&names.reconcile_total, &names.controller_label);
+    if v.is_empty() {
+        vec![None]
+    } else {
+        v.into_iter().map(Some).collect()
+    }
+}

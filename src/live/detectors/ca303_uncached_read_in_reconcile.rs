@@ -1,0 +1,161 @@
+//! CA303 live: reads far above what a cached controller needs: repeated LISTs of a custom resource (API server
+//! counters, less the tool's own), GETs per reconcile (client metrics), or a client re-reading the same objects
+//! again and again (audit log).
+
+use super::{
+    apiserver, finding, identity_subject, kind_of, metrics_subject, type_subject, value,
+    where_label, window,
+};
+use crate::config::Config;
+use crate::finding::Finding;
+use crate::live::snapshot::{Identity, Snapshot, SourceKind};
+use std::collections::BTreeMap;
+
+/// A LIST of the same resource more often than this per minute is not a watch cache at work.
+const LISTS_PER_MIN: f64 = 6.0;
+/// GETs of the same object more often than this per minute.
+const GETS_PER_OBJECT_PER_MIN: f64 = 2.0;
+/// Fewer reads than this say nothing.
+const MIN_READS: f64 = 10.0;
+/// The tool's own user agent: its list+watch is not the subject.
+pub(crate) const OWN_USER_AGENT: &str = "kubectl-ctrlaudit";
+
+pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
+    let mut out = Vec::new();
+
+    // API server: LIST (not WATCH) of custom resources.
+    if let Some(src) = apiserver(s) {
+        let secs = src.span_secs().max(1.0);
+        let mut lists: BTreeMap<(String, String), f64> = BTreeMap::new();
+        for rt in &s.resources {
+            let n = src.delta("apiserver_request_total", |x| {
+                x.label("verb") == "LIST"
+                    && x.label("group") == rt.group
+                    && x.label("resource") == rt.plural
+            });
+            let own = s
+                .requests
+                .get(&format!("list {}", rt.qualified()))
+                .copied()
+                .unwrap_or(0) as f64;
+            lists.insert((rt.group.clone(), rt.plural.clone()), (n - own).max(0.0));
+        }
+        for ((group, plural), n) in lists {
+            let per_min = n / (secs / 60.0);
+            if n < MIN_READS || per_min < LISTS_PER_MIN {
+                continue;
+            }
+            let message = format!(
+                "{plural}.{group} was LISTed {n:.0} times in {secs:.0} s ({per_min:.1}/min, limit {LISTS_PER_MIN}) \
+                 besides this tool's own list: some client lists instead of reading its watch cache (API server \
+                 counters carry no client; an audit log names it)"
+            );
+            out.extend(finding(
+                cfg,
+                "CA303",
+                type_subject(&group, &kind_of(s, &group, &plural), None),
+                message,
+                vec![
+                    value("lists", n, "requests"),
+                    value("list rate", per_min, "requests/min"),
+                    window(secs),
+                ],
+            ));
+        }
+    }
+
+    // Controller metrics: GETs per reconcile.
+    let names = &cfg.metrics;
+    for src in s.sources(SourceKind::Controller) {
+        let secs = src.span_secs();
+        let reconciles = src.delta(&names.reconcile_total, |_| true);
+        let gets = src.delta(&names.rest_client_requests_total, |x| {
+            matches!(x.label("method"), "GET" | "get" | "LIST" | "list")
+        });
+        if reconciles < MIN_READS || gets < MIN_READS || gets < reconciles * 0.9 {
+            continue;
+        }
+        let message = format!(
+            "this controller sent {gets:.0} GET/LIST requests for {reconciles:.0} reconciles in {secs:.0} s \
+             ({:.1} per reconcile): it reads from the API server where its reflector store has the object",
+            gets / reconciles
+        );
+        out.extend(finding(
+            cfg,
+            "CA303",
+            metrics_subject(src, None),
+            message,
+            vec![
+                value("reads", gets, "requests"),
+                value("reconciles", reconciles, "reconciles"),
+                value("reads per reconcile", gets / reconciles, ""),
+                window(secs),
+            ],
+        ));
+    }
+
+    // Audit log: per client and resource.
+    if let Some(a) = &s.audit {
+        let minutes = a.secs() / 60.0;
+        type Key = (Identity, String, String, Option<String>);
+        let mut per: BTreeMap<Key, (f64, f64, u64)> = BTreeMap::new();
+        for g in &a.groups {
+            if g.identity.user_agent.starts_with(OWN_USER_AGENT) || !(200..300).contains(&g.code) {
+                continue;
+            }
+            let e = per
+                .entry((
+                    Identity {
+                        manager: None,
+                        ..g.identity.clone()
+                    },
+                    g.group.clone(),
+                    g.resource.clone(),
+                    g.namespace.clone(),
+                ))
+                .or_default();
+            match g.verb.as_str() {
+                "list" => e.0 += g.count as f64,
+                "get" => {
+                    e.1 += g.count as f64;
+                    e.2 = e.2.max(g.objects);
+                }
+                _ => {}
+            }
+        }
+        for ((id, group, resource, ns), (lists, gets, objects)) in per {
+            let list_rate = lists / minutes;
+            let get_rate = if objects > 0 {
+                gets / objects as f64 / minutes
+            } else {
+                0.0
+            };
+            let hot_lists = lists >= MIN_READS && list_rate >= LISTS_PER_MIN;
+            let hot_gets = gets >= MIN_READS && get_rate >= GETS_PER_OBJECT_PER_MIN;
+            if !(hot_lists || hot_gets) {
+                continue;
+            }
+            let message = format!(
+                "{} read {} ({}) {lists:.0} LISTs ({list_rate:.1}/min) and {gets:.0} GETs ({get_rate:.1} per object \
+                 per minute) in {:.0} s: reads that a reflector store would serve (audit log)",
+                identity_subject(&id).label(),
+                where_label(&resource, ns.as_deref()),
+                kind_of(s, &group, &resource),
+                a.secs(),
+            );
+            out.extend(finding(
+                cfg,
+                "CA303",
+                identity_subject(&id),
+                message,
+                vec![
+                    value("lists", lists, "requests"),
+                    value("gets", gets, "requests"),
+                    value("gets per object", get_rate, "requests/min"),
+                    window(a.secs()),
+                ],
+            ));
+        }
+    }
+    out
+}

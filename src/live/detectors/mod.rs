@@ -1,0 +1,247 @@
+//! The live detectors: one file per rule, each a pure function from a [`Snapshot`] and the configuration to
+//! findings. They never touch the cluster, so the same code runs on a recording (`--replay`) and in tests.
+
+pub mod ca101_status_written_through_main_resource;
+pub mod ca102_convergence_lag;
+pub mod ca201_reconcile_without_generation_predicate;
+pub mod ca202_volatile_value_written_every_reconcile;
+pub mod ca203_polling_requeue;
+pub mod ca301_replace_without_conflict_handling;
+pub mod ca302_unbounded_reconcile_concurrency;
+pub mod ca303_uncached_read_in_reconcile;
+pub mod ca401_controller_per_tenant;
+pub mod ca402_unbounded_metric_label;
+pub mod ca403_write_rate_near_apiserver_ceiling;
+
+use crate::config::Config;
+use crate::finding::{Evidence, Finding, Lens, Subject, sort_findings};
+use crate::live::snapshot::{Identity, MetricSource, ObjectRecord, Snapshot, SourceKind};
+use std::collections::BTreeMap;
+
+/// A detector: snapshot and configuration in, findings out.
+pub type Detector = fn(&Snapshot, &Config) -> Vec<Finding>;
+
+/// Every live detector, by rule code.
+pub const DETECTORS: &[(&str, Detector)] = &[
+    ("CA101", ca101_status_written_through_main_resource::detect),
+    ("CA102", ca102_convergence_lag::detect),
+    (
+        "CA201",
+        ca201_reconcile_without_generation_predicate::detect,
+    ),
+    (
+        "CA202",
+        ca202_volatile_value_written_every_reconcile::detect,
+    ),
+    ("CA203", ca203_polling_requeue::detect),
+    ("CA301", ca301_replace_without_conflict_handling::detect),
+    ("CA302", ca302_unbounded_reconcile_concurrency::detect),
+    ("CA303", ca303_uncached_read_in_reconcile::detect),
+    ("CA401", ca401_controller_per_tenant::detect),
+    ("CA402", ca402_unbounded_metric_label::detect),
+    ("CA403", ca403_write_rate_near_apiserver_ceiling::detect),
+];
+
+/// Runs every detector whose rule is not turned off; findings in the one deterministic order.
+pub fn run_all(snapshot: &Snapshot, cfg: &Config) -> Vec<Finding> {
+    let mut out: Vec<Finding> = DETECTORS
+        .iter()
+        .flat_map(|(_, detect)| detect(snapshot, cfg))
+        .collect();
+    sort_findings(&mut out);
+    out
+}
+
+/// A finding of `code` at the configured severity (`None` when the rule is off), with the bench help line.
+pub(crate) fn finding(
+    cfg: &Config,
+    code: &str,
+    subject: Subject,
+    message: String,
+    evidence: Vec<Evidence>,
+) -> Option<Finding> {
+    let rule = crate::rules::find(code)?;
+    let severity = cfg.severity_of(rule.code, rule.default_severity)?;
+    let help = if rule.bench_pair.is_some() {
+        format!(
+            "measure what it costs on this cluster: kubectl ctrlaudit bench --rule {}; details: kubectl ctrlaudit rules {}",
+            rule.code, rule.code
+        )
+    } else {
+        format!("details: kubectl ctrlaudit rules {}", rule.code)
+    };
+    Some(Finding {
+        code: rule.code.to_string(),
+        severity,
+        lens: Lens::Live,
+        message,
+        subject,
+        evidence,
+        help,
+    })
+}
+
+pub(crate) fn value(name: impl Into<String>, value: f64, unit: &str) -> Evidence {
+    Evidence::Value {
+        name: name.into(),
+        value: round(value),
+        unit: unit.to_string(),
+    }
+}
+
+/// Four significant decimals: enough for rates, stable in fixtures.
+pub(crate) fn round(v: f64) -> f64 {
+    if v.is_finite() {
+        // `+ 0.0` turns -0 (an empty float sum) into 0.
+        (v * 10_000.0).round() / 10_000.0 + 0.0
+    } else {
+        0.0
+    }
+}
+
+/// The evidence every finding carries: how long the window was.
+pub(crate) fn window(secs: f64) -> Evidence {
+    value("window", secs, "s")
+}
+
+/// A whole resource type, optionally within a namespace.
+pub(crate) fn type_subject(group: &str, kind: &str, namespace: Option<&str>) -> Subject {
+    Subject::Object {
+        group: group.to_string(),
+        kind: kind.to_string(),
+        namespace: namespace.map(str::to_string),
+        name: String::new(),
+    }
+}
+
+pub(crate) fn manager_subject(manager: &str) -> Subject {
+    Subject::Controller {
+        manager: Some(manager.to_string()),
+        user: None,
+        user_agent: None,
+    }
+}
+
+pub(crate) fn identity_subject(id: &Identity) -> Subject {
+    let nonempty = |s: &str| (!s.is_empty()).then(|| s.to_string());
+    Subject::Controller {
+        manager: id.manager.clone(),
+        user: nonempty(&id.user),
+        user_agent: nonempty(&id.user_agent),
+    }
+}
+
+/// A controller known only by its metrics endpoint (and the `controller` label, when it has one).
+pub(crate) fn metrics_subject(source: &MetricSource, controller: Option<&str>) -> Subject {
+    Subject::Controller {
+        manager: controller.filter(|c| !c.is_empty()).map(str::to_string),
+        user: None,
+        user_agent: Some(format!("metrics: {}", source.name)),
+    }
+}
+
+/// Adds the audit log's user and user agent to a subject named by field manager.
+pub(crate) fn with_identity(subject: Subject, id: Option<&Identity>) -> Subject {
+    match (subject, id) {
+        (
+            Subject::Controller {
+                manager,
+                user,
+                user_agent,
+            },
+            Some(id),
+        ) => Subject::Controller {
+            manager: manager.or_else(|| id.manager.clone()),
+            user: user.or_else(|| (!id.user.is_empty()).then(|| id.user.clone())),
+            user_agent: user_agent
+                .or_else(|| (!id.user_agent.is_empty()).then(|| id.user_agent.clone())),
+        },
+        (s, _) => s,
+    }
+}
+
+/// The kind of a resource plural, from the discovered types (the plural itself when unknown).
+pub(crate) fn kind_of(s: &Snapshot, group: &str, plural: &str) -> String {
+    s.resource(group, plural)
+        .map_or_else(|| plural.to_string(), |r| r.kind.clone())
+}
+
+/// Live objects (not deleted) grouped by resource type and namespace: (group, kind, plural, namespace).
+pub(crate) type TypeKey = (String, String, String, Option<String>);
+
+pub(crate) fn objects_by_type(s: &Snapshot) -> BTreeMap<TypeKey, Vec<&ObjectRecord>> {
+    let mut m: BTreeMap<TypeKey, Vec<&ObjectRecord>> = BTreeMap::new();
+    for o in s.objects.iter().filter(|o| !o.deleted) {
+        m.entry((
+            o.group.clone(),
+            o.kind.clone(),
+            o.plural.clone(),
+            o.namespace.clone(),
+        ))
+        .or_default()
+        .push(o);
+    }
+    m
+}
+
+/// Minutes an object was under watch during the window (at least one second's worth).
+pub(crate) fn watched_minutes(s: &Snapshot, o: &ObjectRecord) -> f64 {
+    let from = o.first_seen_ms.max(s.window.start_ms);
+    ((s.window.end_ms - from).max(1000) as f64) / 60_000.0
+}
+
+/// "widgets in ns" / "widgets".
+pub(crate) fn where_label(plural: &str, ns: Option<&str>) -> String {
+    match ns {
+        Some(ns) => format!("{plural} in {ns}"),
+        None => plural.to_string(),
+    }
+}
+
+/// The API server source with at least two scrapes, if any.
+pub(crate) fn apiserver(s: &Snapshot) -> Option<&MetricSource> {
+    s.sources(SourceKind::Apiserver).next()
+}
+
+/// Write verbs as `apiserver_request_total` spells them.
+pub(crate) const WRITE_VERBS: &[&str] = &[
+    "POST",
+    "PUT",
+    "PATCH",
+    "APPLY",
+    "DELETE",
+    "DELETECOLLECTION",
+];
+
+/// Percent with no needless decimals.
+pub(crate) fn pct(share: f64) -> String {
+    format!("{:.0}%", share * 100.0)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn every_live_rule_has_a_detector() {
+        for r in crate::rules::RULES
+            .iter()
+            .filter(|r| r.has_lens(Lens::Live))
+        {
+            assert!(
+                DETECTORS.iter().any(|(c, _)| *c == r.code),
+                "no live detector for {}",
+                r.code
+            );
+        }
+        for (c, _) in DETECTORS {
+            assert!(crate::rules::find(c).unwrap().has_lens(Lens::Live), "{c}");
+        }
+    }
+
+    #[test]
+    fn empty_snapshot_gives_nothing() {
+        assert!(run_all(&Snapshot::default(), &Config::default()).is_empty());
+    }
+}

@@ -1,0 +1,228 @@
+//! Parses Prometheus text (prometheus-parse) into a [`Scrape`]: the samples the detectors read, and series per
+//! family for the cardinality rules. No I/O: `collect` fetches the text.
+
+use crate::config::MetricNames;
+use crate::live::snapshot::{
+    FamilyCardinality, LabelCardinality, MAX_LABEL_VALUES, MetricSample, Scrape, SourceKind,
+};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Why a `/metrics` body was not usable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParseError {
+    #[error("the body is empty")]
+    Empty,
+    #[error("no Prometheus samples in {lines} non-comment lines (not the metrics endpoint?)")]
+    Garbage { lines: usize },
+}
+
+/// The API server families the detectors read; everything else is dropped at the door.
+const APISERVER_FAMILIES: &[&str] = &[
+    "apiserver_request_total",
+    "apiserver_request_duration_seconds_sum",
+    "apiserver_request_duration_seconds_count",
+    "etcd_request_duration_seconds_sum",
+    "etcd_request_duration_seconds_count",
+    "apiserver_storage_objects",
+    "apiserver_resource_objects",
+    "apiserver_flowcontrol_rejected_requests_total",
+];
+
+/// Labels of the API server's request metrics that the detectors never split by; summed away to keep
+/// snapshots small.
+const APISERVER_DROPPED_LABELS: &[&str] = &["component", "dry_run", "version", "scope"];
+
+/// Parses one scrape taken at `t_ms`.
+pub fn parse(
+    text: &str,
+    t_ms: i64,
+    kind: SourceKind,
+    names: &MetricNames,
+) -> Result<Scrape, ParseError> {
+    let sample_lines = text
+        .lines()
+        .filter(|l| {
+            let l = l.trim();
+            !l.is_empty() && !l.starts_with('#')
+        })
+        .count();
+    if text.trim().is_empty() {
+        return Err(ParseError::Empty);
+    }
+    let lines = text.lines().map(|l| Ok(l.to_string()));
+    let parsed = prometheus_parse::Scrape::parse(lines).map_err(|_| ParseError::Garbage {
+        lines: sample_lines,
+    })?;
+    if parsed.samples.is_empty() {
+        return Err(ParseError::Garbage {
+            lines: sample_lines,
+        });
+    }
+    let histogram_bases: BTreeSet<&str> = parsed
+        .samples
+        .iter()
+        .filter(|s| {
+            matches!(
+                s.value,
+                prometheus_parse::Value::Histogram(_) | prometheus_parse::Value::Summary(_)
+            )
+        })
+        .map(|s| s.metric.as_str())
+        .collect();
+    let family_of = |name: &str| -> String {
+        for suffix in ["_sum", "_count", "_bucket"] {
+            if let Some(base) = name.strip_suffix(suffix)
+                && histogram_bases.contains(base)
+            {
+                return base.to_string();
+            }
+        }
+        name.to_string()
+    };
+
+    let wanted: BTreeSet<String> = match kind {
+        SourceKind::Apiserver => APISERVER_FAMILIES.iter().map(|s| s.to_string()).collect(),
+        SourceKind::Controller => [
+            names.reconcile_total.clone(),
+            names.reconcile_errors_total.clone(),
+            format!("{}_sum", names.reconcile_time_seconds),
+            format!("{}_count", names.reconcile_time_seconds),
+            names.max_concurrent_reconciles.clone(),
+            names.active_workers.clone(),
+            names.workqueue_adds_total.clone(),
+            names.workqueue_depth.clone(),
+            names.rest_client_requests_total.clone(),
+        ]
+        .into_iter()
+        .collect(),
+    };
+
+    let mut samples: BTreeMap<(String, BTreeMap<String, String>), f64> = BTreeMap::new();
+    let mut families: BTreeMap<String, (u64, BTreeMap<String, BTreeSet<String>>)> = BTreeMap::new();
+    for s in &parsed.samples {
+        let value = match &s.value {
+            prometheus_parse::Value::Counter(v)
+            | prometheus_parse::Value::Gauge(v)
+            | prometheus_parse::Value::Untyped(v) => Some(*v),
+            _ => None,
+        };
+        let labels: BTreeMap<String, String> = s
+            .labels
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        if kind == SourceKind::Controller {
+            let fam = families.entry(family_of(&s.metric)).or_default();
+            // _sum and _count of a histogram are the same series as its buckets.
+            if !(s.metric.ends_with("_sum") || s.metric.ends_with("_count"))
+                || !histogram_bases.contains(family_of(&s.metric).as_str())
+            {
+                fam.0 += 1;
+            }
+            for (k, v) in &labels {
+                let set = fam.1.entry(k.clone()).or_default();
+                if set.len() < 100_000 {
+                    set.insert(v.clone());
+                }
+            }
+        }
+        let (Some(value), true) = (value, wanted.contains(&s.metric)) else {
+            continue;
+        };
+        if !value.is_finite() {
+            continue;
+        }
+        let mut labels = labels;
+        if kind == SourceKind::Apiserver {
+            labels.retain(|k, _| !APISERVER_DROPPED_LABELS.contains(&k.as_str()));
+        }
+        *samples.entry((s.metric.clone(), labels)).or_insert(0.0) += value;
+    }
+    Ok(Scrape {
+        t_ms,
+        samples: samples
+            .into_iter()
+            .map(|((name, labels), value)| MetricSample {
+                name,
+                labels,
+                value,
+            })
+            .collect(),
+        families: families
+            .into_iter()
+            .map(|(family, (series, labels))| FamilyCardinality {
+                family,
+                series,
+                labels: labels
+                    .into_iter()
+                    .map(|(name, values)| LabelCardinality {
+                        name,
+                        distinct: values.len() as u64,
+                        values: values.into_iter().take(MAX_LABEL_VALUES).collect(),
+                    })
+                    .collect(),
+            })
+            .collect(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn controller_families_and_cardinality() {
+        let text = "# TYPE controller_runtime_reconcile_total counter\n\
+            controller_runtime_reconcile_total{controller=\"w\",result=\"success\"} 10\n\
+            controller_runtime_reconcile_total{controller=\"w\",result=\"requeue_after\"} 90\n\
+            # TYPE widget_reconcile_seconds histogram\n\
+            widget_reconcile_seconds_bucket{widget=\"a\",le=\"1\"} 1\n\
+            widget_reconcile_seconds_bucket{widget=\"a\",le=\"+Inf\"} 1\n\
+            widget_reconcile_seconds_sum{widget=\"a\"} 0.5\n\
+            widget_reconcile_seconds_count{widget=\"a\"} 1\n\
+            widget_reconcile_seconds_bucket{widget=\"b\",le=\"1\"} 1\n\
+            widget_reconcile_seconds_bucket{widget=\"b\",le=\"+Inf\"} 1\n\
+            widget_reconcile_seconds_sum{widget=\"b\"} 0.5\n\
+            widget_reconcile_seconds_count{widget=\"b\"} 1\n";
+        let s = parse(text, 5, SourceKind::Controller, &MetricNames::default()).unwrap();
+        assert_eq!(s.samples.len(), 2);
+        let fam = s
+            .families
+            .iter()
+            .find(|f| f.family == "widget_reconcile_seconds")
+            .unwrap();
+        assert_eq!(fam.series, 2, "{fam:?}");
+        let l = fam.labels.iter().find(|l| l.name == "widget").unwrap();
+        assert_eq!(l.values, vec!["a", "b"]);
+    }
+
+    #[test]
+    fn apiserver_labels_are_summed_away() {
+        let text = "apiserver_request_total{code=\"409\",component=\"apiserver\",dry_run=\"\",group=\"g\",resource=\"widgets\",scope=\"resource\",subresource=\"\",verb=\"PUT\",version=\"v1\"} 3\n\
+            apiserver_request_total{code=\"409\",component=\"apiserver\",dry_run=\"All\",group=\"g\",resource=\"widgets\",scope=\"resource\",subresource=\"\",verb=\"PUT\",version=\"v1\"} 1\n\
+            go_goroutines 100\n";
+        let s = parse(text, 5, SourceKind::Apiserver, &MetricNames::default()).unwrap();
+        assert_eq!(s.samples.len(), 1);
+        assert_eq!(s.samples[0].value, 4.0);
+        assert!(s.families.is_empty());
+    }
+
+    #[test]
+    fn garbage_and_empty_are_errors() {
+        let names = MetricNames::default();
+        assert_eq!(
+            parse("  \n", 0, SourceKind::Controller, &names),
+            Err(ParseError::Empty)
+        );
+        assert!(matches!(
+            parse(
+                "<html><body>404</body></html>\n",
+                0,
+                SourceKind::Controller,
+                &names
+            ),
+            Err(ParseError::Garbage { .. })
+        ));
+    }
+}

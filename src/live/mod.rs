@@ -1,0 +1,370 @@
+//! `kubectl ctrlaudit live`: watch a namespace (or all) for a window and report controller anti-patterns with
+//! evidence. `collect` does all I/O and yields a [`snapshot::Snapshot`]; `detectors` are pure functions of it.
+
+pub mod audit;
+pub mod collect;
+pub mod detectors;
+pub mod metrics;
+pub mod record;
+pub mod snapshot;
+pub mod tracker;
+pub mod volatile;
+
+use crate::cli::{GlobalArgs, emit, exit};
+use crate::config::Config;
+use crate::finding::Finding;
+use crate::report::{Format, Note};
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use collect::{CollectOptions, MetricsTarget};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use snapshot::Snapshot;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The User-Agent of every request `live` sends, so that audit logs (and its own detectors) can tell it apart.
+pub const USER_AGENT: &str = concat!("kubectl-ctrlaudit/", env!("CARGO_PKG_VERSION"), " (live)");
+
+/// `kubectl ctrlaudit live` arguments (the kubectl-style ones are global).
+#[derive(Debug, Clone, Args)]
+pub struct LiveArgs {
+    /// Watch every namespace (also accepted before the command).
+    #[arg(short = 'A', long = "all-namespaces")]
+    pub all_namespaces: bool,
+    /// How long to watch: 60s, 2m, 1m30s, 500ms.
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub duration: Duration,
+    /// Only this custom resource type (plural, kind or plural.group); repeatable. Default: all.
+    #[arg(long = "resource", value_name = "TYPE")]
+    pub resources: Vec<String>,
+    /// A controller's Prometheus endpoint (plain http://); repeatable.
+    #[arg(long = "metrics-url", value_name = "URL")]
+    pub metrics_urls: Vec<String>,
+    /// A controller pod, scraped through the API server's pod proxy ([NAMESPACE/]NAME); repeatable.
+    #[arg(long = "controller-pod", value_name = "[NS/]NAME")]
+    pub controller_pods: Vec<String>,
+    /// Controller pods by label selector (in -n), scraped through the pod proxy.
+    #[arg(short = 'l', long = "selector", value_name = "SELECTOR")]
+    pub selector: Option<String>,
+    /// The controller pods' metrics port (default: a container port named like metrics, else the first).
+    #[arg(long = "metrics-port", value_name = "PORT")]
+    pub metrics_port: Option<u16>,
+    /// Also read this API server audit log (JSON lines): exact attribution by user and user agent.
+    #[arg(long = "audit-log", value_name = "FILE")]
+    pub audit_log: Option<PathBuf>,
+    /// Read only --audit-log; contact no cluster.
+    #[arg(long, requires = "audit_log")]
+    pub offline: bool,
+    /// Save what was observed (snapshot + expectations) to DIR, in the fixtures layout.
+    #[arg(long, value_name = "DIR", conflicts_with = "replay")]
+    pub record: Option<PathBuf>,
+    /// Run the detectors on a recording instead of a cluster.
+    #[arg(long, value_name = "DIR")]
+    pub replay: Option<PathBuf>,
+    /// Configuration file (default: ctrlaudit.toml found upward from the current directory).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// The API server's write ceiling in writes/s, as measured by `kubectl ctrlaudit bench` (CA403).
+    #[arg(long = "write-ceiling", value_name = "WRITES_PER_SEC")]
+    pub write_ceiling: Option<f64>,
+    /// How often the controllers' /metrics are scraped.
+    #[arg(long = "scrape-interval", default_value = "5s", value_parser = parse_duration)]
+    pub scrape_interval: Duration,
+    /// Do not scrape the API server's /metrics.
+    #[arg(long = "no-apiserver-metrics")]
+    pub no_apiserver_metrics: bool,
+}
+
+/// Parses `60s`, `2m`, `1m30s`, `500ms`, `1h`, or a plain number of seconds.
+pub fn parse_duration(s: &str) -> std::result::Result<Duration, String> {
+    let s = s.trim();
+    if let Ok(n) = s.parse::<f64>() {
+        return (n >= 0.0 && n.is_finite())
+            .then(|| Duration::from_secs_f64(n))
+            .ok_or_else(|| format!("invalid duration {s:?}"));
+    }
+    let mut total = 0.0f64;
+    let mut num = String::new();
+    let mut chars = s.chars().peekable();
+    let mut any = false;
+    while let Some(c) = chars.next() {
+        if c.is_ascii_digit() || c == '.' {
+            num.push(c);
+            continue;
+        }
+        let mut unit = c.to_string();
+        while let Some(&n) = chars.peek() {
+            if n.is_ascii_alphabetic() {
+                unit.push(n);
+                chars.next();
+            } else {
+                break;
+            }
+        }
+        let n: f64 = num
+            .parse()
+            .map_err(|_| format!("invalid duration {s:?}: expected e.g. 60s, 2m, 500ms"))?;
+        let factor = match unit.as_str() {
+            "ms" => 0.001,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => {
+                return Err(format!(
+                    "invalid duration {s:?}: unknown unit {unit:?} (ms, s, m, h)"
+                ));
+            }
+        };
+        total += n * factor;
+        num.clear();
+        any = true;
+    }
+    if !num.is_empty() || !any {
+        return Err(format!(
+            "invalid duration {s:?}: expected e.g. 60s, 2m, 500ms"
+        ));
+    }
+    Ok(Duration::from_secs_f64(total))
+}
+
+fn parse_output_files(specs: &[String]) -> Result<Vec<(Format, PathBuf)>> {
+    specs
+        .iter()
+        .map(|s| {
+            let (f, p) = s
+                .split_once('=')
+                .with_context(|| format!("--output-file expects FORMAT=PATH, got {s:?}"))?;
+            if p.is_empty() {
+                bail!("--output-file {s:?}: the path is empty");
+            }
+            Ok((f.parse::<Format>()?, PathBuf::from(p)))
+        })
+        .collect()
+}
+
+/// Builds a client from `--kubeconfig`/`--context` (or the usual inference) and returns it with the context's
+/// default namespace. The client announces itself with [`USER_AGENT`].
+pub async fn client(g: &GlobalArgs) -> Result<(kube::Client, String)> {
+    let options = KubeConfigOptions {
+        context: g.context.clone(),
+        ..KubeConfigOptions::default()
+    };
+    let mut config = match &g.kubeconfig {
+        Some(p) => {
+            let kc = Kubeconfig::read_from(p)
+                .with_context(|| format!("reading kubeconfig {}", p.display()))?;
+            kube::Config::from_custom_kubeconfig(kc, &options)
+                .await
+                .with_context(|| format!("loading kubeconfig {}", p.display()))?
+        }
+        None if g.context.is_some() => kube::Config::from_kubeconfig(&options)
+            .await
+            .context("loading the kubeconfig")?,
+        None => kube::Config::infer()
+            .await
+            .context("finding a kubeconfig or in-cluster config")?,
+    };
+    config.headers.push((
+        http::header::USER_AGENT,
+        http::HeaderValue::from_static(USER_AGENT),
+    ));
+    let ns = config.default_namespace.clone();
+    Ok((
+        kube::Client::try_from(config).context("building the kube client")?,
+        ns,
+    ))
+}
+
+/// `[NS/]NAME` → (namespace, name).
+fn split_pod(spec: &str, default_ns: &str) -> (String, String) {
+    match spec.split_once('/') {
+        Some((ns, name)) => (ns.to_string(), name.to_string()),
+        None => (default_ns.to_string(), spec.to_string()),
+    }
+}
+
+/// Everything one run produced.
+#[derive(Debug)]
+pub struct Outcome {
+    pub snapshot: Snapshot,
+    pub findings: Vec<Finding>,
+}
+
+/// Collects (or replays) and detects, without printing: the library entry point the tests use.
+pub async fn observe(
+    client: Option<(kube::Client, String)>,
+    g: &GlobalArgs,
+    all_namespaces: bool,
+    a: &LiveArgs,
+    cfg: &Config,
+) -> Result<Outcome> {
+    let snapshot = match &a.replay {
+        Some(dir) => record::read(dir)?,
+        None => {
+            let mut pre_notes = Vec::new();
+            let (client, default_ns) = match client {
+                Some((c, ns)) => (Some(c), ns),
+                None => (None, "default".to_string()),
+            };
+            let namespace = if all_namespaces || client.is_none() {
+                // Offline (an audit log only), a namespace is a filter only when one was asked for.
+                if all_namespaces {
+                    None
+                } else {
+                    g.namespace.clone()
+                }
+            } else {
+                Some(g.namespace.clone().unwrap_or_else(|| default_ns.clone()))
+            };
+            let target_ns = g.namespace.clone().unwrap_or(default_ns);
+            let mut targets: Vec<MetricsTarget> = a
+                .metrics_urls
+                .iter()
+                .cloned()
+                .map(MetricsTarget::Url)
+                .collect();
+            for p in &a.controller_pods {
+                let (namespace, name) = split_pod(p, &target_ns);
+                targets.push(MetricsTarget::Pod {
+                    namespace,
+                    name,
+                    port: a.metrics_port,
+                });
+            }
+            if let Some(sel) = &a.selector {
+                targets.push(MetricsTarget::Selector {
+                    namespace: target_ns.clone(),
+                    selector: sel.clone(),
+                    port: a.metrics_port,
+                });
+            }
+            if client.is_none() && !a.offline {
+                pre_notes.push(Note {
+                    subject: "cluster".into(),
+                    message: "no usable kubeconfig: nothing was watched".into(),
+                });
+            }
+            let opts = CollectOptions {
+                namespace,
+                duration: a.duration,
+                resources: a.resources.clone(),
+                targets,
+                audit_log: a.audit_log.clone(),
+                scrape_interval: a.scrape_interval,
+                apiserver_metrics: !a.no_apiserver_metrics,
+                write_ceiling: a.write_ceiling,
+                progress: std::io::stderr().is_terminal(),
+            };
+            let mut s = collect::collect(client, &opts, cfg).await;
+            pre_notes.append(&mut s.notes);
+            s.notes = pre_notes;
+            s
+        }
+    };
+    let findings = detectors::run_all(&snapshot, cfg);
+    if let Some(dir) = &a.record {
+        record::write(dir, &snapshot, &findings)?;
+    }
+    Ok(Outcome { snapshot, findings })
+}
+
+/// The `live` command: returns the exit code.
+pub fn run(g: &GlobalArgs, all_namespaces: bool, a: &LiveArgs) -> Result<u8> {
+    let all_namespaces = all_namespaces || a.all_namespaces;
+    if all_namespaces && g.namespace.is_some() {
+        bail!("-n/--namespace and -A/--all-namespaces exclude each other");
+    }
+    let outputs = parse_output_files(&g.output_files)?;
+    let cfg = match &a.config {
+        Some(p) => Config::load(p)?,
+        None => Config::discover(std::path::Path::new("."))?,
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let outcome = rt.block_on(async {
+        let client = if a.replay.is_some() || a.offline {
+            None
+        } else {
+            match client(g).await {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    eprintln!("warning: {e:#}");
+                    None
+                }
+            }
+        };
+        observe(client, g, all_namespaces, a, &cfg).await
+    })?;
+    let Outcome { snapshot, findings } = outcome;
+    let stats = stats(&snapshot);
+    emit(g, "live", &findings, &snapshot.notes, &stats, &outputs)?;
+    if !snapshot.has_evidence() {
+        return Ok(exit::NO_EVIDENCE);
+    }
+    let trips = findings.iter().any(|f| g.fail_on.trips(f.severity));
+    Ok(if trips { exit::FINDINGS } else { exit::CLEAN })
+}
+
+/// The stats line: what was watched and what it cost.
+pub fn stats(s: &Snapshot) -> Vec<(String, String)> {
+    let mut v = vec![
+        ("scope".to_string(), s.scope.label()),
+        ("window".to_string(), format!("{:.1}s", s.window.secs())),
+        (
+            "types watched".to_string(),
+            s.resources.iter().filter(|r| r.watched).count().to_string(),
+        ),
+        ("objects".to_string(), s.objects.len().to_string()),
+        (
+            "writes seen".to_string(),
+            s.objects
+                .iter()
+                .map(|o| u64::from(o.writes.total))
+                .sum::<u64>()
+                .to_string(),
+        ),
+        (
+            "metrics sources".to_string(),
+            s.metrics
+                .iter()
+                .filter(|m| !m.scrapes.is_empty())
+                .count()
+                .to_string(),
+        ),
+    ];
+    if let Some(a) = &s.audit {
+        v.push(("audit requests".to_string(), a.requests.to_string()));
+    }
+    let own: u64 = s.requests.values().sum();
+    if own > 0 {
+        v.push(("API requests by this tool".to_string(), own.to_string()));
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        let ok = |s: &str| parse_duration(s).ok();
+        assert_eq!(ok("60s"), Some(Duration::from_secs(60)));
+        assert_eq!(ok("2m"), Some(Duration::from_secs(120)));
+        assert_eq!(ok("1m30s"), Some(Duration::from_secs(90)));
+        assert_eq!(ok("500ms"), Some(Duration::from_millis(500)));
+        assert_eq!(ok("15"), Some(Duration::from_secs(15)));
+        for bad in ["", "s", "10x", "ten", "-1", "10s5"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn pods() {
+        assert_eq!(split_pod("ns/p", "d"), ("ns".into(), "p".into()));
+        assert_eq!(split_pod("p", "d"), ("d".into(), "p".into()));
+    }
+}

@@ -1,0 +1,107 @@
+//! `--record DIR` and `--replay DIR`: a window saved in the fixtures layout, and read back.
+//!
+//! Layout: `snapshot.json` (the [`Snapshot`]), optionally `audit.jsonl` (an audit-log excerpt, summarised on
+//! replay), and `expected.json` (the findings as `{code, subject}` pairs: what the fixture tests check both ways).
+
+use crate::finding::Finding;
+use crate::live::audit;
+use crate::live::snapshot::{Snapshot, Window};
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+pub const SNAPSHOT: &str = "snapshot.json";
+pub const AUDIT: &str = "audit.jsonl";
+pub const EXPECTED: &str = "expected.json";
+
+/// One expected finding: its rule and its subject's label.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Expectation {
+    pub code: String,
+    pub subject: String,
+}
+
+impl Expectation {
+    pub fn of(f: &Finding) -> Self {
+        Self {
+            code: f.code.clone(),
+            subject: f.subject.label(),
+        }
+    }
+}
+
+/// The expectations for a set of findings, sorted and without duplicates.
+pub fn expectations(findings: &[Finding]) -> Vec<Expectation> {
+    let mut v: Vec<Expectation> = findings.iter().map(Expectation::of).collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// Writes `snapshot` and the expectations of `findings` to `dir` (created if needed).
+pub fn write(dir: &Path, snapshot: &Snapshot, findings: &[Finding]) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let text = serde_json::to_string_pretty(snapshot).context("serialising the snapshot")?;
+    std::fs::write(dir.join(SNAPSHOT), text + "\n")
+        .with_context(|| format!("cannot write {}", dir.join(SNAPSHOT).display()))?;
+    write_expected(dir, findings)
+}
+
+/// Writes only `expected.json`.
+pub fn write_expected(dir: &Path, findings: &[Finding]) -> Result<()> {
+    let text = serde_json::to_string_pretty(&expectations(findings))
+        .context("serialising expectations")?;
+    std::fs::write(dir.join(EXPECTED), text + "\n")
+        .with_context(|| format!("cannot write {}", dir.join(EXPECTED).display()))
+}
+
+/// Reads a recording: the snapshot and/or the audit excerpt.
+pub fn read(dir: &Path) -> Result<Snapshot> {
+    let snap_path = dir.join(SNAPSHOT);
+    let audit_path = dir.join(AUDIT);
+    if !snap_path.is_file() && !audit_path.is_file() {
+        bail!(
+            "{} is not a recording: expected {SNAPSHOT} and/or {AUDIT} in it",
+            dir.display()
+        );
+    }
+    let mut snap = if snap_path.is_file() {
+        let text = std::fs::read_to_string(&snap_path)
+            .with_context(|| format!("cannot read {}", snap_path.display()))?;
+        serde_json::from_str::<Snapshot>(&text)
+            .with_context(|| format!("{} is not a live snapshot", snap_path.display()))?
+    } else {
+        Snapshot::default()
+    };
+    if audit_path.is_file() && snap.audit.is_none() {
+        let text = std::fs::read_to_string(&audit_path)
+            .with_context(|| format!("cannot read {}", audit_path.display()))?;
+        let summary = audit::summarise(
+            &audit_path.display().to_string(),
+            &text,
+            snap.scope.namespace.as_deref(),
+        );
+        if snap.window.end_ms <= snap.window.start_ms
+            && let (Some(a), Some(b)) = (summary.first_ms, summary.last_ms)
+        {
+            snap.window = Window {
+                start_ms: a,
+                end_ms: b.max(a + 1),
+            };
+        }
+        snap.audit = Some(summary);
+    }
+    Ok(snap)
+}
+
+/// Reads `expected.json`.
+pub fn read_expected(dir: &Path) -> Result<Vec<Expectation>> {
+    let path = dir.join(EXPECTED);
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let mut v: Vec<Expectation> = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a list of {{code, subject}}", path.display()))?;
+    v.sort();
+    v.dedup();
+    Ok(v)
+}

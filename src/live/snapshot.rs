@@ -1,0 +1,442 @@
+//! The plain, serializable record of one observation window that `collect` produces and the detectors read.
+//!
+//! Everything here is data: no clients, no handles. A snapshot saved with `--record` is a fixture, and the
+//! detectors give the same findings on it offline (`--replay`).
+
+use crate::report::Note;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Version of the snapshot file format; bumped when a field changes meaning.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Everything one `live` run observed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Snapshot {
+    pub format: u32,
+    pub window: Window,
+    pub scope: Scope,
+    /// The custom resource types that were discovered (watched or not).
+    pub resources: Vec<ResourceType>,
+    /// One record per object seen during the window.
+    pub objects: Vec<ObjectRecord>,
+    /// The API server's and the controllers' `/metrics`, scraped during the window.
+    pub metrics: Vec<MetricSource>,
+    /// What an audit log said, if one was read.
+    pub audit: Option<AuditSummary>,
+    /// What could not be observed, and why.
+    pub notes: Vec<Note>,
+    /// The tool's own API requests, by kind: the cost of watching.
+    pub requests: BTreeMap<String, u64>,
+    /// The API server's write ceiling in writes/s, when measured (`--write-ceiling`, from `bench`).
+    pub write_ceiling: Option<f64>,
+}
+
+/// The observation window, in milliseconds since the Unix epoch.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Window {
+    pub start_ms: i64,
+    pub end_ms: i64,
+}
+
+impl Window {
+    /// Length in seconds, never below one millisecond so rates stay finite.
+    pub fn secs(&self) -> f64 {
+        ((self.end_ms - self.start_ms).max(1)) as f64 / 1000.0
+    }
+}
+
+/// Which namespaces were watched.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Scope {
+    /// `None` = all namespaces.
+    pub namespace: Option<String>,
+}
+
+impl Scope {
+    pub fn label(&self) -> String {
+        match &self.namespace {
+            Some(ns) => format!("namespace {ns}"),
+            None => "all namespaces".to_string(),
+        }
+    }
+}
+
+/// A custom resource type.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ResourceType {
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+    pub plural: String,
+    pub namespaced: bool,
+    /// `subresources.status` is set: status written through the main resource is dropped.
+    pub status_subresource: bool,
+    /// It was watched during the window.
+    pub watched: bool,
+    /// Times the watch had to list again (after a 410 Gone or a dropped connection).
+    pub relists: u32,
+}
+
+impl ResourceType {
+    /// `widgets.bench.ctrlaudit.io`.
+    pub fn qualified(&self) -> String {
+        if self.group.is_empty() {
+            self.plural.clone()
+        } else {
+            format!("{}.{}", self.plural, self.group)
+        }
+    }
+}
+
+/// The digest of one object at the end of the window plus what happened to it during the window.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ObjectRecord {
+    pub group: String,
+    pub kind: String,
+    pub plural: String,
+    pub namespace: Option<String>,
+    pub name: String,
+    pub created_ms: Option<i64>,
+    /// When the watch first saw it (the window start for objects that existed before).
+    pub first_seen_ms: i64,
+    /// Deleted during the window.
+    pub deleted: bool,
+    pub generation: i64,
+    pub observed_generation: Option<i64>,
+    /// `status` is present and not empty.
+    pub has_status: bool,
+    /// The `Ready` condition, if the object has one.
+    pub ready: Option<ReadyCondition>,
+    /// When `metadata.generation` last changed, as far as known (a watched change, else the spec owner's
+    /// managedFields time, else creation).
+    pub generation_changed_ms: Option<i64>,
+    /// The `metadata.managedFields` entries at the end of the window.
+    pub managers: Vec<ManagerEntry>,
+    /// Writes seen during the window (resourceVersion changes), by what they changed.
+    pub writes: WriteCounts,
+    /// Fields (annotation keys, status leaves) that changed during the window, with generation unchanged.
+    pub churn: Vec<FieldChurn>,
+    /// Writers of the main resource and of `/status` seen during the window, with their write counts.
+    pub writers: Vec<WriterCount>,
+    /// The last few writes, newest last (bounded).
+    pub history: Vec<WriteEvent>,
+}
+
+/// The `Ready` condition's status and since when it has had it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReadyCondition {
+    /// `True`, `False` or `Unknown`.
+    pub status: String,
+    pub since_ms: Option<i64>,
+}
+
+/// One `metadata.managedFields` entry, reduced to what the detectors need.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ManagerEntry {
+    pub manager: String,
+    /// `Update` or `Apply`.
+    pub operation: String,
+    /// `""` (main resource) or `status`.
+    pub subresource: String,
+    pub time_ms: Option<i64>,
+    pub owns_spec: bool,
+    pub owns_status: bool,
+    /// Annotation keys this entry owns.
+    pub annotations: Vec<String>,
+}
+
+/// Writes by what they changed. A write may change several parts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct WriteCounts {
+    pub total: u32,
+    /// `metadata.generation` changed.
+    pub spec: u32,
+    pub status: u32,
+    pub annotations: u32,
+    pub labels: u32,
+    /// Writes that left generation unchanged.
+    pub no_spec_change: u32,
+    /// Writes that changed the main resource (spec, labels or annotations), as opposed to status only.
+    pub main: u32,
+}
+
+/// A field that kept changing while generation did not.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct FieldChurn {
+    /// `metadata.annotations[example.com/last-seen]` or `status.lastUpdated`.
+    pub field: String,
+    pub changes: u32,
+    /// Changes whose new value looked like a timestamp or a nonce.
+    pub volatile_changes: u32,
+    /// The field manager that owns the field (managedFields), if known.
+    pub manager: Option<String>,
+}
+
+/// Writes attributed to one manager, by main resource or `/status`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct WriterCount {
+    pub manager: String,
+    pub subresource: String,
+    pub writes: u32,
+}
+
+/// One observed write.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct WriteEvent {
+    pub t_ms: i64,
+    pub spec: bool,
+    pub status: bool,
+    pub annotations: bool,
+    pub labels: bool,
+    pub manager: Option<String>,
+}
+
+/// Which kind of `/metrics` endpoint a source is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SourceKind {
+    #[default]
+    Apiserver,
+    Controller,
+}
+
+/// One `/metrics` endpoint and its scrapes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MetricSource {
+    /// `apiserver`, a URL, or `pod NS/NAME:PORT`.
+    pub name: String,
+    pub kind: SourceKind,
+    pub scrapes: Vec<Scrape>,
+}
+
+/// One scrape: the samples of the families the detectors read, and a cardinality summary of every family.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Scrape {
+    pub t_ms: i64,
+    pub samples: Vec<MetricSample>,
+    /// Series per family (controllers only: the API server's own families are not the subject of CA402).
+    pub families: Vec<FamilyCardinality>,
+}
+
+/// A metric sample: name (with `_sum`/`_count` suffixes for histograms), labels, value.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MetricSample {
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+    pub value: f64,
+}
+
+impl MetricSample {
+    pub fn label(&self, name: &str) -> &str {
+        self.labels.get(name).map_or("", String::as_str)
+    }
+}
+
+/// How many series a family has, and how many distinct values each of its labels takes.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct FamilyCardinality {
+    pub family: String,
+    pub series: u64,
+    pub labels: Vec<LabelCardinality>,
+}
+
+/// One label of a family.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LabelCardinality {
+    pub name: String,
+    pub distinct: u64,
+    /// Up to [`MAX_LABEL_VALUES`] of its values, sorted, so that they can be matched against object names.
+    pub values: Vec<String>,
+}
+
+/// How many values of one label a snapshot keeps.
+pub const MAX_LABEL_VALUES: usize = 200;
+
+/// What an audit log said, aggregated.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AuditSummary {
+    pub source: String,
+    pub lines: u64,
+    /// Events at stage `ResponseComplete` (one per request).
+    pub requests: u64,
+    /// Lines that were not JSON audit events: counted and skipped.
+    pub malformed: u64,
+    pub first_ms: Option<i64>,
+    pub last_ms: Option<i64>,
+    /// Request counts by identity, verb, resource, subresource, namespace and response code.
+    pub groups: Vec<AuditGroup>,
+    /// Writes per identity and object.
+    pub objects: Vec<AuditObject>,
+}
+
+impl AuditSummary {
+    /// The span the log covers, in seconds (at least one).
+    pub fn secs(&self) -> f64 {
+        match (self.first_ms, self.last_ms) {
+            (Some(a), Some(b)) if b > a => ((b - a) as f64 / 1000.0).max(1.0),
+            _ => 1.0,
+        }
+    }
+}
+
+/// Who sent a request, as the audit log records it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Identity {
+    pub user: String,
+    pub user_agent: String,
+    /// The `fieldManager` query parameter of its writes, if any.
+    pub manager: Option<String>,
+}
+
+/// Requests of one kind from one identity.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AuditGroup {
+    pub identity: Identity,
+    /// The audit verb: get, list, watch, create, update, patch, delete, deletecollection.
+    pub verb: String,
+    pub group: String,
+    pub resource: String,
+    pub subresource: String,
+    pub namespace: Option<String>,
+    pub code: u16,
+    pub count: u64,
+    /// Writes to the main resource whose request body carried a non-empty `status`.
+    pub status_in_body: u64,
+    /// ... and whose response came back without it: the API server dropped it.
+    pub status_dropped: u64,
+    /// Distinct objects named.
+    pub objects: u64,
+}
+
+/// Writes of one identity to one object.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AuditObject {
+    pub identity: Identity,
+    pub group: String,
+    pub resource: String,
+    pub namespace: Option<String>,
+    pub name: String,
+    /// Successful writes to the main resource / to `/status`.
+    pub main_writes: u32,
+    pub status_writes: u32,
+    /// Successful main-resource writes after which generation was unchanged.
+    pub no_spec_change: u32,
+    /// Annotation keys set to a new value, with how many of those values looked volatile.
+    pub churn: Vec<FieldChurn>,
+    pub first_ms: i64,
+    pub last_ms: i64,
+}
+
+impl Snapshot {
+    /// The resource type an object or finding belongs to.
+    pub fn resource(&self, group: &str, plural_or_kind: &str) -> Option<&ResourceType> {
+        self.resources.iter().find(|r| {
+            r.group == group
+                && (r.plural == plural_or_kind || r.kind.eq_ignore_ascii_case(plural_or_kind))
+        })
+    }
+
+    /// True when any evidence at all was gathered: objects watched, metrics scraped, or an audit log read.
+    pub fn has_evidence(&self) -> bool {
+        self.resources.iter().any(|r| r.watched)
+            || self.metrics.iter().any(|m| !m.scrapes.is_empty())
+            || self
+                .audit
+                .as_ref()
+                .is_some_and(|a| a.requests > 0 || a.lines > 0)
+    }
+
+    /// The metric sources of one kind that were scraped at least twice (rates need two points).
+    pub fn sources(&self, kind: SourceKind) -> impl Iterator<Item = &MetricSource> {
+        self.metrics
+            .iter()
+            .filter(move |m| m.kind == kind && m.scrapes.len() >= 2)
+    }
+}
+
+impl MetricSource {
+    /// The increase of the counters named `name` whose labels match `filter`, first scrape to last, summed
+    /// over series. A series that went down (a restart) counts from zero.
+    pub fn delta(&self, name: &str, filter: impl Fn(&MetricSample) -> bool) -> f64 {
+        let (Some(first), Some(last)) = (self.scrapes.first(), self.scrapes.last()) else {
+            return 0.0;
+        };
+        let before: BTreeMap<&BTreeMap<String, String>, f64> = first
+            .samples
+            .iter()
+            .filter(|s| s.name == name && filter(s))
+            .map(|s| (&s.labels, s.value))
+            .collect();
+        last.samples
+            .iter()
+            .filter(|s| s.name == name && filter(s))
+            .map(|s| {
+                let b = before.get(&s.labels).copied().unwrap_or(0.0);
+                if s.value >= b { s.value - b } else { s.value }
+            })
+            .sum()
+    }
+
+    /// The largest value of gauge `name` (matching `filter`, summed over series per scrape) over all scrapes.
+    pub fn gauge_max(&self, name: &str, filter: impl Fn(&MetricSample) -> bool) -> Option<f64> {
+        self.scrapes
+            .iter()
+            .filter_map(|s| {
+                let mut seen = false;
+                let v: f64 = s
+                    .samples
+                    .iter()
+                    .filter(|x| x.name == name && filter(x))
+                    .inspect(|_| seen = true)
+                    .map(|x| x.value)
+                    .sum();
+                seen.then_some(v)
+            })
+            .reduce(f64::max)
+    }
+
+    /// Seconds between the first and the last scrape.
+    pub fn span_secs(&self) -> f64 {
+        match (self.scrapes.first(), self.scrapes.last()) {
+            (Some(a), Some(b)) if b.t_ms > a.t_ms => (b.t_ms - a.t_ms) as f64 / 1000.0,
+            _ => 0.0,
+        }
+    }
+
+    /// The distinct values of `label` across the last scrape's samples of `name`.
+    pub fn label_values(&self, name: &str, label: &str) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .scrapes
+            .last()
+            .map(|s| {
+                s.samples
+                    .iter()
+                    .filter(|x| x.name == name)
+                    .filter_map(|x| x.labels.get(label).cloned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.sort();
+        v.dedup();
+        v
+    }
+}

@@ -1,0 +1,858 @@
+//! Per-object digests kept while watching one resource type, and the write events derived from them (no I/O).
+//!
+//! A watch delivers whole objects; only a small digest of each is kept (hashes, the managedFields entries, a
+//! few counters), so memory stays flat however many objects there are. A re-list after a dropped watch or a
+//! 410 Gone compares each listed object's resourceVersion with the digest, so a write is counted once.
+
+use crate::live::snapshot::{
+    FieldChurn, ManagerEntry, ObjectRecord, ReadyCondition, WriteCounts, WriteEvent, WriterCount,
+};
+use crate::live::volatile::looks_volatile;
+use k8s_openapi::jiff;
+use kube::api::DynamicObject;
+use serde_json::Value;
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::Arc;
+
+/// Writes remembered per object (the counters keep counting past it).
+const HISTORY: usize = 8;
+/// Annotation keys and status leaves hashed per object; more are folded into one hash.
+const MAX_FIELDS: usize = 32;
+/// Churning fields remembered per object.
+const MAX_CHURN: usize = 8;
+
+/// One event of a watch, in kube-rs `watcher::Event` terms but without the runtime types.
+#[derive(Debug)]
+pub enum WatchEvent<'a> {
+    /// A (re-)list starts.
+    Init,
+    /// An object of the (re-)list.
+    InitApply(&'a DynamicObject),
+    /// The (re-)list is complete: objects not in it were deleted meanwhile.
+    InitDone,
+    Apply(&'a DynamicObject),
+    Delete(&'a DynamicObject),
+}
+
+type Key = (Option<Arc<str>>, Box<str>);
+
+/// Interns the strings that repeat across objects (namespaces, managers, field names).
+#[derive(Debug, Default)]
+struct Interner(HashSet<Arc<str>>);
+
+impl Interner {
+    fn get(&mut self, s: &str) -> Arc<str> {
+        if let Some(a) = self.0.get(s) {
+            return a.clone();
+        }
+        let a: Arc<str> = Arc::from(s);
+        self.0.insert(a.clone());
+        a
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Manager {
+    manager: Arc<str>,
+    operation: Arc<str>,
+    status: bool,
+    time_ms: Option<i64>,
+    fields: u64,
+    owns_spec: bool,
+    owns_status: bool,
+    annotations: Box<[Arc<str>]>,
+}
+
+#[derive(Debug, Clone)]
+struct Churn {
+    field: Arc<str>,
+    changes: u32,
+    volatile: u32,
+    manager: Option<Arc<str>>,
+}
+
+#[derive(Debug, Clone)]
+struct Hist {
+    t_ms: i64,
+    flags: u8,
+    manager: Option<Arc<str>>,
+}
+
+const F_SPEC: u8 = 1;
+const F_STATUS: u8 = 2;
+const F_ANN: u8 = 4;
+const F_LABELS: u8 = 8;
+
+/// The digest of one object: about 300–600 bytes with a handful of managers and annotations.
+#[derive(Debug, Clone)]
+struct Tracked {
+    rv: Box<str>,
+    created_ms: Option<i64>,
+    first_seen_ms: i64,
+    deleted: bool,
+    generation: i64,
+    observed_generation: Option<i64>,
+    has_status: bool,
+    ready: Option<(Arc<str>, Option<i64>)>,
+    generation_changed_ms: Option<i64>,
+    spec: u64,
+    labels: u64,
+    annotations: Box<[(Arc<str>, u64)]>,
+    status: Box<[(Arc<str>, u64)]>,
+    managers: Box<[Manager]>,
+    writes: WriteCounts,
+    churn: Vec<Churn>,
+    writers: Vec<(Arc<str>, bool, u32)>,
+    history: VecDeque<Hist>,
+}
+
+/// Everything the watch of one resource type has seen.
+#[derive(Debug)]
+pub struct TypeTracker {
+    pub group: String,
+    pub kind: String,
+    pub plural: String,
+    objects: HashMap<Key, Tracked>,
+    strings: Interner,
+    /// The first list is complete: later objects are creations, later changes are writes.
+    listed: bool,
+    /// Keys seen during the current (re-)list.
+    relisting: Option<HashSet<Key>>,
+    /// Lists after the first one.
+    pub relists: u32,
+    /// Events handled.
+    pub events: u64,
+}
+
+impl TypeTracker {
+    pub fn new(group: &str, kind: &str, plural: &str) -> Self {
+        Self {
+            group: group.to_string(),
+            kind: kind.to_string(),
+            plural: plural.to_string(),
+            objects: HashMap::new(),
+            strings: Interner::default(),
+            listed: false,
+            relisting: None,
+            relists: 0,
+            events: 0,
+        }
+    }
+
+    /// Number of objects tracked (deleted ones included).
+    pub fn len(&self) -> usize {
+        self.objects.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.objects.is_empty()
+    }
+
+    /// Bytes the digests take on the heap (the map, each digest and what it owns, the interned strings once):
+    /// the tool's memory per object beyond decoding, by its own accounting.
+    pub fn digest_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let slot = size_of::<Key>() + size_of::<Tracked>() + 1;
+        let mut total = self.objects.capacity() * slot;
+        for ((_, name), o) in &self.objects {
+            total += name.len() + o.rv.len();
+            total += o.annotations.len() * size_of::<(Arc<str>, u64)>();
+            total += o.status.len() * size_of::<(Arc<str>, u64)>();
+            total += o.managers.len() * size_of::<Manager>();
+            total += o
+                .managers
+                .iter()
+                .map(|m| m.annotations.len() * size_of::<Arc<str>>())
+                .sum::<usize>();
+            total += o.churn.capacity() * size_of::<Churn>();
+            total += o.writers.capacity() * size_of::<(Arc<str>, bool, u32)>();
+            total += o.history.capacity() * size_of::<Hist>();
+        }
+        // Interned strings: two counters and the text, once for all objects.
+        total += self.strings.0.iter().map(|s| s.len() + 16).sum::<usize>();
+        total
+    }
+
+    /// Total writes seen so far.
+    pub fn writes(&self) -> u64 {
+        self.objects
+            .values()
+            .map(|o| u64::from(o.writes.total))
+            .sum()
+    }
+
+    /// Takes one watch event observed at `t_ms`.
+    pub fn handle(&mut self, t_ms: i64, event: WatchEvent<'_>) {
+        self.events += 1;
+        match event {
+            WatchEvent::Init => {
+                if self.listed {
+                    self.relists += 1;
+                }
+                self.relisting = Some(HashSet::new());
+            }
+            WatchEvent::InitApply(obj) => {
+                let key = self.key(obj);
+                if let Some(seen) = self.relisting.as_mut() {
+                    seen.insert(key.clone());
+                }
+                self.apply(t_ms, key, obj);
+            }
+            WatchEvent::InitDone => {
+                if let Some(seen) = self.relisting.take()
+                    && self.listed
+                {
+                    // Deleted while the watch was down.
+                    for (k, o) in self.objects.iter_mut() {
+                        if !seen.contains(k) {
+                            o.deleted = true;
+                        }
+                    }
+                }
+                self.listed = true;
+            }
+            WatchEvent::Apply(obj) => {
+                let key = self.key(obj);
+                self.apply(t_ms, key, obj);
+            }
+            WatchEvent::Delete(obj) => {
+                let key = self.key(obj);
+                if let Some(o) = self.objects.get_mut(&key) {
+                    o.deleted = true;
+                }
+            }
+        }
+    }
+
+    fn key(&mut self, obj: &DynamicObject) -> Key {
+        let ns = obj
+            .metadata
+            .namespace
+            .as_deref()
+            .map(|n| self.strings.get(n));
+        let name: Box<str> = obj.metadata.name.as_deref().unwrap_or("").into();
+        (ns, name)
+    }
+
+    fn apply(&mut self, t_ms: i64, key: Key, obj: &DynamicObject) {
+        let digest = digest(&mut self.strings, obj, t_ms);
+        let listed = self.listed;
+        match self.objects.get_mut(&key) {
+            None => {
+                self.objects.insert(key, digest);
+            }
+            Some(old) if old.rv == digest.rv && !old.deleted => {}
+            Some(old) => {
+                if listed {
+                    record_write(&mut self.strings, old, digest, t_ms, obj);
+                } else {
+                    *old = digest;
+                }
+            }
+        }
+    }
+
+    /// The records of every object, sorted by namespace and name.
+    pub fn records(&self) -> Vec<ObjectRecord> {
+        let mut out: Vec<ObjectRecord> = self
+            .objects
+            .iter()
+            .map(|((ns, name), o)| ObjectRecord {
+                group: self.group.clone(),
+                kind: self.kind.clone(),
+                plural: self.plural.clone(),
+                namespace: ns.as_deref().map(str::to_string),
+                name: name.to_string(),
+                created_ms: o.created_ms,
+                first_seen_ms: o.first_seen_ms,
+                deleted: o.deleted,
+                generation: o.generation,
+                observed_generation: o.observed_generation,
+                has_status: o.has_status,
+                ready: o.ready.as_ref().map(|(s, since)| ReadyCondition {
+                    status: s.to_string(),
+                    since_ms: *since,
+                }),
+                generation_changed_ms: o.generation_changed_ms,
+                managers: o
+                    .managers
+                    .iter()
+                    .map(|m| ManagerEntry {
+                        manager: m.manager.to_string(),
+                        operation: m.operation.to_string(),
+                        subresource: if m.status {
+                            "status".into()
+                        } else {
+                            String::new()
+                        },
+                        time_ms: m.time_ms,
+                        owns_spec: m.owns_spec,
+                        owns_status: m.owns_status,
+                        annotations: m.annotations.iter().map(|a| a.to_string()).collect(),
+                    })
+                    .collect(),
+                writes: o.writes,
+                churn: o
+                    .churn
+                    .iter()
+                    .map(|c| FieldChurn {
+                        field: c.field.to_string(),
+                        changes: c.changes,
+                        volatile_changes: c.volatile,
+                        manager: c.manager.as_deref().map(str::to_string),
+                    })
+                    .collect(),
+                writers: o
+                    .writers
+                    .iter()
+                    .map(|(m, status, n)| WriterCount {
+                        manager: m.to_string(),
+                        subresource: if *status {
+                            "status".into()
+                        } else {
+                            String::new()
+                        },
+                        writes: *n,
+                    })
+                    .collect(),
+                history: o
+                    .history
+                    .iter()
+                    .map(|h| WriteEvent {
+                        t_ms: h.t_ms,
+                        spec: h.flags & F_SPEC != 0,
+                        status: h.flags & F_STATUS != 0,
+                        annotations: h.flags & F_ANN != 0,
+                        labels: h.flags & F_LABELS != 0,
+                        manager: h.manager.as_deref().map(str::to_string),
+                    })
+                    .collect(),
+            })
+            .collect();
+        out.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+        out
+    }
+}
+
+fn hash_value(v: &Value, h: &mut DefaultHasher) {
+    match v {
+        Value::Null => 0u8.hash(h),
+        Value::Bool(b) => (1u8, b).hash(h),
+        Value::Number(n) => (2u8, n.to_string()).hash(h),
+        Value::String(s) => (3u8, s).hash(h),
+        Value::Array(a) => {
+            (4u8, a.len()).hash(h);
+            a.iter().for_each(|x| hash_value(x, h));
+        }
+        Value::Object(o) => {
+            (5u8, o.len()).hash(h);
+            for (k, x) in o {
+                k.hash(h);
+                hash_value(x, h);
+            }
+        }
+    }
+}
+
+fn hash_of(v: &Value) -> u64 {
+    let mut h = DefaultHasher::new();
+    hash_value(v, &mut h);
+    h.finish()
+}
+
+fn hash_str(s: &str) -> u64 {
+    let mut h = DefaultHasher::new();
+    s.hash(&mut h);
+    h.finish()
+}
+
+fn time_ms(t: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time) -> i64 {
+    t.0.as_millisecond()
+}
+
+/// Parses an RFC 3339 time (`2025-01-01T00:00:00Z`) into ms since the epoch.
+pub fn parse_time_ms(s: &str) -> Option<i64> {
+    s.parse::<jiff::Timestamp>()
+        .ok()
+        .map(|t| t.as_millisecond())
+}
+
+/// Status leaves `status.a`, `status.a.b`, `status.conditions[Ready].status`, hashed; at most [`MAX_FIELDS`].
+fn status_leaves(strings: &mut Interner, status: &Value, out: &mut Vec<(Arc<str>, u64)>) {
+    fn walk(prefix: &str, v: &Value, depth: usize, out: &mut Vec<(String, u64)>) {
+        if out.len() >= MAX_FIELDS {
+            return;
+        }
+        match v {
+            Value::Object(o) if depth < 3 => {
+                for (k, x) in o {
+                    walk(&format!("{prefix}.{k}"), x, depth + 1, out);
+                }
+            }
+            Value::Array(a)
+                if depth < 3
+                    && !a.is_empty()
+                    && a.iter()
+                        .all(|e| e.get("type").and_then(Value::as_str).is_some()) =>
+            {
+                for e in a {
+                    let t = e.get("type").and_then(Value::as_str).unwrap_or("");
+                    walk(&format!("{prefix}[{t}]"), e, depth + 1, out);
+                }
+            }
+            other => out.push((prefix.to_string(), hash_of(other))),
+        }
+    }
+    let mut raw = Vec::new();
+    walk("status", status, 0, &mut raw);
+    out.extend(raw.into_iter().map(|(k, h)| (strings.get(&k), h)));
+}
+
+fn digest(strings: &mut Interner, obj: &DynamicObject, t_ms: i64) -> Tracked {
+    let meta = &obj.metadata;
+    let status = obj.data.get("status").unwrap_or(&Value::Null);
+    let has_status = status.as_object().is_some_and(|o| !o.is_empty());
+    let observed_generation = status.get("observedGeneration").and_then(Value::as_i64);
+    let ready = status
+        .get("conditions")
+        .and_then(Value::as_array)
+        .and_then(|cs| {
+            cs.iter()
+                .find(|c| c.get("type").and_then(Value::as_str) == Some("Ready"))
+        })
+        .map(|c| {
+            let s = c.get("status").and_then(Value::as_str).unwrap_or("Unknown");
+            let since = c
+                .get("lastTransitionTime")
+                .and_then(Value::as_str)
+                .and_then(parse_time_ms);
+            (strings.get(s), since)
+        });
+    let mut annotations: Vec<(Arc<str>, u64)> = meta
+        .annotations
+        .iter()
+        .flatten()
+        .take(MAX_FIELDS)
+        .map(|(k, v)| (strings.get(k), hash_str(v)))
+        .collect();
+    annotations.sort();
+    let labels = {
+        let mut h = DefaultHasher::new();
+        for (k, v) in meta.labels.iter().flatten() {
+            (k, v).hash(&mut h);
+        }
+        h.finish()
+    };
+    let mut leaves = Vec::new();
+    if has_status {
+        status_leaves(strings, status, &mut leaves);
+    }
+    let managers: Vec<Manager> = meta
+        .managed_fields
+        .iter()
+        .flatten()
+        .map(|m| {
+            let fields = m.fields_v1.as_ref().map(|f| &f.0);
+            let ann: Box<[Arc<str>]> = fields
+                .and_then(|f| f.get("f:metadata"))
+                .and_then(|f| f.get("f:annotations"))
+                .and_then(Value::as_object)
+                .map(|o| {
+                    o.keys()
+                        .filter_map(|k| k.strip_prefix("f:"))
+                        .take(MAX_FIELDS)
+                        .map(|k| strings.get(k))
+                        .collect()
+                })
+                .unwrap_or_default();
+            Manager {
+                manager: strings.get(m.manager.as_deref().unwrap_or("")),
+                operation: strings.get(m.operation.as_deref().unwrap_or("")),
+                status: m.subresource.as_deref() == Some("status"),
+                time_ms: m.time.as_ref().map(time_ms),
+                fields: fields.map_or(0, hash_of),
+                owns_spec: fields.and_then(|f| f.get("f:spec")).is_some(),
+                owns_status: fields.and_then(|f| f.get("f:status")).is_some(),
+                annotations: ann,
+            }
+        })
+        .collect();
+    let created_ms = meta.creation_timestamp.as_ref().map(time_ms);
+    let generation_changed_ms = managers
+        .iter()
+        .filter(|m| m.owns_spec && !m.status)
+        .filter_map(|m| m.time_ms)
+        .max()
+        .or(created_ms);
+    Tracked {
+        rv: meta.resource_version.as_deref().unwrap_or("").into(),
+        created_ms,
+        first_seen_ms: t_ms,
+        deleted: false,
+        generation: meta.generation.unwrap_or(0),
+        observed_generation,
+        has_status,
+        ready,
+        generation_changed_ms,
+        spec: obj.data.get("spec").map_or(0, hash_of),
+        labels,
+        annotations: annotations.into(),
+        status: leaves.into(),
+        managers: managers.into(),
+        writes: WriteCounts::default(),
+        churn: Vec::new(),
+        writers: Vec::new(),
+        history: VecDeque::new(),
+    }
+}
+
+/// Keys whose hash differs between two sorted (key, hash) lists, including added and removed ones.
+fn changed_keys(old: &[(Arc<str>, u64)], new: &[(Arc<str>, u64)]) -> Vec<Arc<str>> {
+    let old_map: HashMap<&str, u64> = old.iter().map(|(k, h)| (&**k, *h)).collect();
+    let new_map: HashMap<&str, u64> = new.iter().map(|(k, h)| (&**k, *h)).collect();
+    let mut out: Vec<Arc<str>> = new
+        .iter()
+        .filter(|(k, h)| old_map.get(&**k) != Some(h))
+        .map(|(k, _)| k.clone())
+        .collect();
+    out.extend(
+        old.iter()
+            .filter(|(k, _)| !new_map.contains_key(&**k))
+            .map(|(k, _)| k.clone()),
+    );
+    out
+}
+
+/// The value of a status leaf path (`status.a.b`, `status.conditions[Ready].x`) in `obj`, as text.
+fn status_leaf_value(obj: &DynamicObject, path: &str) -> Option<String> {
+    let mut cur = obj.data.get("status")?;
+    for part in path.strip_prefix("status.")?.split('.') {
+        let (name, sel) = match part.split_once('[') {
+            Some((n, rest)) => (n, Some(rest.trim_end_matches(']'))),
+            None => (part, None),
+        };
+        cur = cur.get(name)?;
+        if let Some(t) = sel {
+            cur = cur
+                .as_array()?
+                .iter()
+                .find(|e| e.get("type").and_then(Value::as_str) == Some(t))?;
+        }
+    }
+    Some(match cur {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    })
+}
+
+fn record_write(
+    strings: &mut Interner,
+    old: &mut Tracked,
+    new: Tracked,
+    t_ms: i64,
+    obj: &DynamicObject,
+) {
+    let spec = new.generation != old.generation || (new.generation == 0 && new.spec != old.spec);
+    let ann_keys = changed_keys(&old.annotations, &new.annotations);
+    let status_keys = changed_keys(&old.status, &new.status);
+    let labels = new.labels != old.labels;
+    let mut flags = 0u8;
+    if spec {
+        flags |= F_SPEC;
+    }
+    if !status_keys.is_empty() || old.has_status != new.has_status {
+        flags |= F_STATUS;
+    }
+    if !ann_keys.is_empty() {
+        flags |= F_ANN;
+    }
+    if labels {
+        flags |= F_LABELS;
+    }
+
+    // Who wrote: the managedFields entries that changed; when several writes fall in one second the entry's
+    // time may not move, so fall back on who owns what changed.
+    let changed: Vec<&Manager> = new
+        .managers
+        .iter()
+        .filter(|m| {
+            !old.managers.iter().any(|o| {
+                o.manager == m.manager
+                    && o.status == m.status
+                    && o.time_ms == m.time_ms
+                    && o.fields == m.fields
+                    && o.operation == m.operation
+            })
+        })
+        .collect();
+    let owner_of_annotation = |key: &str| -> Option<Arc<str>> {
+        new.managers
+            .iter()
+            .filter(|m| m.annotations.iter().any(|a| &**a == key))
+            .max_by_key(|m| m.time_ms)
+            .map(|m| m.manager.clone())
+    };
+    let status_owner = new
+        .managers
+        .iter()
+        .filter(|m| m.owns_status)
+        .max_by_key(|m| (m.status, m.time_ms))
+        .map(|m| m.manager.clone());
+    let main_writer: Option<Arc<str>> = changed
+        .iter()
+        .find(|m| !m.status)
+        .map(|m| m.manager.clone())
+        .or_else(|| ann_keys.first().and_then(|k| owner_of_annotation(k)))
+        .or_else(|| {
+            spec.then(|| {
+                new.managers
+                    .iter()
+                    .filter(|m| m.owns_spec && !m.status)
+                    .max_by_key(|m| m.time_ms)
+                    .map(|m| m.manager.clone())
+            })
+            .flatten()
+        });
+    let status_writer: Option<Arc<str>> = changed
+        .iter()
+        .find(|m| m.status)
+        .map(|m| m.manager.clone())
+        .or_else(|| status_owner.clone());
+
+    let bump = |writers: &mut Vec<(Arc<str>, bool, u32)>, m: &Arc<str>, status: bool| match writers
+        .iter()
+        .position(|(w, s, _)| w == m && *s == status)
+    {
+        Some(i) => writers[i].2 += 1,
+        None if writers.len() < MAX_CHURN => writers.push((m.clone(), status, 1)),
+        None => {}
+    };
+    let main_change = spec || labels || !ann_keys.is_empty();
+    if main_change && let Some(m) = &main_writer {
+        bump(&mut old.writers, m, false);
+    }
+    if flags & F_STATUS != 0
+        && let Some(m) = &status_writer
+    {
+        bump(&mut old.writers, m, true);
+    }
+
+    if !spec {
+        let ann_values = obj.metadata.annotations.as_ref();
+        let fields = ann_keys
+            .iter()
+            .map(|k| {
+                let v = ann_values.and_then(|a| a.get(&**k)).cloned();
+                (
+                    strings.get(&format!("metadata.annotations[{k}]")),
+                    v,
+                    owner_of_annotation(k),
+                )
+            })
+            .chain(
+                status_keys
+                    .iter()
+                    .map(|k| (k.clone(), status_leaf_value(obj, k), status_writer.clone())),
+            )
+            .collect::<Vec<_>>();
+        for (field, value, manager) in fields {
+            let volatile = value.as_deref().is_some_and(looks_volatile);
+            match old.churn.iter().position(|c| c.field == field) {
+                Some(i) => {
+                    let c = &mut old.churn[i];
+                    c.changes += 1;
+                    c.volatile += u32::from(volatile);
+                    if manager.is_some() {
+                        c.manager = manager;
+                    }
+                }
+                None if old.churn.len() < MAX_CHURN => old.churn.push(Churn {
+                    field,
+                    changes: 1,
+                    volatile: u32::from(volatile),
+                    manager,
+                }),
+                None => {}
+            }
+        }
+    }
+
+    let mut writes = old.writes;
+    writes.total += 1;
+    writes.spec += u32::from(spec);
+    writes.status += u32::from(flags & F_STATUS != 0);
+    writes.annotations += u32::from(!ann_keys.is_empty());
+    writes.labels += u32::from(labels);
+    writes.no_spec_change += u32::from(!spec);
+    writes.main += u32::from(main_change);
+
+    if old.history.len() == HISTORY {
+        old.history.pop_front();
+    }
+    old.history.push_back(Hist {
+        t_ms,
+        flags,
+        manager: main_writer.or(status_writer),
+    });
+
+    let generation_changed_ms = if spec {
+        Some(t_ms)
+    } else {
+        old.generation_changed_ms
+    };
+    let first_seen_ms = old.first_seen_ms;
+    let created_ms = old.created_ms.or(new.created_ms);
+    let churn = std::mem::take(&mut old.churn);
+    let writers = std::mem::take(&mut old.writers);
+    let history = std::mem::take(&mut old.history);
+    *old = Tracked {
+        first_seen_ms,
+        created_ms,
+        generation_changed_ms,
+        writes,
+        churn,
+        writers,
+        history,
+        ..new
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use serde_json::json;
+
+    fn obj(rv: u32, generation: i64, ann: &str, status: Value, managers: Value) -> DynamicObject {
+        serde_json::from_value(json!({
+            "apiVersion": "bench.ctrlaudit.io/v1alpha1",
+            "kind": "Widget",
+            "metadata": {
+                "name": "w", "namespace": "ns", "resourceVersion": rv.to_string(), "generation": generation,
+                "creationTimestamp": "2026-01-01T00:00:00Z",
+                "annotations": {"example.com/stamp": ann},
+                "managedFields": managers,
+            },
+            "spec": {"count": generation},
+            "status": status,
+        }))
+        .unwrap()
+    }
+
+    fn looper(t: &str) -> Value {
+        json!([
+            {"manager": "creator", "operation": "Update", "time": "2026-01-01T00:00:00Z",
+             "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {"f:count": {}}}},
+            {"manager": "looper", "operation": "Update", "time": t,
+             "fieldsType": "FieldsV1", "fieldsV1": {"f:metadata": {"f:annotations": {"f:example.com/stamp": {}}}}},
+            {"manager": "looper", "operation": "Update", "subresource": "status", "time": "2026-01-01T00:00:01Z",
+             "fieldsType": "FieldsV1", "fieldsV1": {"f:status": {"f:phase": {}}}},
+        ])
+    }
+
+    #[test]
+    fn annotation_churn_is_attributed_and_relist_does_not_double_count() {
+        let mut t = TypeTracker::new("bench.ctrlaudit.io", "Widget", "widgets");
+        let st = json!({"phase": "Ready"});
+        let o1 = obj(
+            1,
+            1,
+            "2026-01-01T00:00:01Z",
+            st.clone(),
+            looper("2026-01-01T00:00:01Z"),
+        );
+        t.handle(0, WatchEvent::Init);
+        t.handle(0, WatchEvent::InitApply(&o1));
+        t.handle(0, WatchEvent::InitDone);
+        for i in 2..6u32 {
+            let stamp = format!("2026-01-01T00:00:0{i}Z");
+            let o = obj(i, 1, &stamp, st.clone(), looper(&stamp));
+            t.handle(i64::from(i) * 1000, WatchEvent::Apply(&o));
+        }
+        // The same object again (a duplicate event), then a re-list that brings one unseen write.
+        let o5 = obj(
+            5,
+            1,
+            "2026-01-01T00:00:05Z",
+            st.clone(),
+            looper("2026-01-01T00:00:05Z"),
+        );
+        t.handle(5500, WatchEvent::Apply(&o5));
+        t.handle(6000, WatchEvent::Init);
+        t.handle(6000, WatchEvent::InitApply(&o5));
+        t.handle(6000, WatchEvent::InitDone);
+        let o7 = obj(
+            7,
+            1,
+            "2026-01-01T00:00:07Z",
+            st.clone(),
+            looper("2026-01-01T00:00:07Z"),
+        );
+        t.handle(7000, WatchEvent::Init);
+        t.handle(7000, WatchEvent::InitApply(&o7));
+        t.handle(7000, WatchEvent::InitDone);
+        assert_eq!(t.relists, 2);
+        let r = &t.records()[0];
+        assert_eq!(r.writes.total, 5, "{r:?}");
+        assert_eq!(r.writes.no_spec_change, 5);
+        assert_eq!(r.churn.len(), 1, "{r:?}");
+        let c = &r.churn[0];
+        assert_eq!(c.field, "metadata.annotations[example.com/stamp]");
+        assert_eq!((c.changes, c.volatile_changes), (5, 5));
+        assert_eq!(c.manager.as_deref(), Some("looper"));
+        assert_eq!(
+            r.writers,
+            vec![WriterCount {
+                manager: "looper".into(),
+                subresource: String::new(),
+                writes: 5
+            }]
+        );
+        assert!(!r.deleted);
+    }
+
+    #[test]
+    fn relist_marks_vanished_objects_deleted_and_spec_changes_move_generation() {
+        let mut t = TypeTracker::new("g", "Widget", "widgets");
+        let o1 = obj(1, 1, "a", Value::Null, json!([]));
+        t.handle(0, WatchEvent::Init);
+        t.handle(0, WatchEvent::InitApply(&o1));
+        t.handle(0, WatchEvent::InitDone);
+        let o2 = obj(2, 2, "a", Value::Null, json!([]));
+        t.handle(1000, WatchEvent::Apply(&o2));
+        let r = &t.records()[0];
+        assert_eq!((r.writes.total, r.writes.spec), (1, 1));
+        assert_eq!(r.generation_changed_ms, Some(1000));
+        assert!(r.churn.is_empty());
+        t.handle(2000, WatchEvent::Init);
+        t.handle(2000, WatchEvent::InitDone);
+        assert!(t.records()[0].deleted);
+    }
+
+    #[test]
+    fn status_leaves_and_ready() {
+        let st = json!({"observedGeneration": 1, "lastUpdated": "2026-01-01T00:00:01Z",
+            "conditions": [{"type": "Ready", "status": "False", "lastTransitionTime": "2026-01-01T00:00:02Z"}]});
+        let mut t = TypeTracker::new("g", "Widget", "widgets");
+        t.handle(0, WatchEvent::Init);
+        t.handle(
+            0,
+            WatchEvent::InitApply(&obj(1, 1, "a", st, looper("2026-01-01T00:00:00Z"))),
+        );
+        t.handle(0, WatchEvent::InitDone);
+        let st2 = json!({"observedGeneration": 1, "lastUpdated": "2026-01-01T00:00:09Z",
+            "conditions": [{"type": "Ready", "status": "False", "lastTransitionTime": "2026-01-01T00:00:02Z"}]});
+        t.handle(
+            1,
+            WatchEvent::Apply(&obj(2, 1, "a", st2, looper("2026-01-01T00:00:00Z"))),
+        );
+        let r = &t.records()[0];
+        assert_eq!(r.observed_generation, Some(1));
+        assert_eq!(r.ready.as_ref().map(|x| x.status.as_str()), Some("False"));
+        assert_eq!(r.churn[0].field, "status.lastUpdated");
+        assert_eq!(r.churn[0].volatile_changes, 1);
+        assert_eq!(r.churn[0].manager.as_deref(), Some("looper"));
+        assert_eq!(r.writers[0].subresource, "status");
+    }
+}

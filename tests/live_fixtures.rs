@@ -1,0 +1,336 @@
+//! The live detectors on recorded windows (`fixtures/live/<scenario>/`), checked both ways: every expected
+//! finding appears and nothing else does. Some recordings come from testenv runs of the bench variants
+//! (`tests/live_testenv.rs` with `CTRLAUDIT_BLESS=1`), one is an audit-log excerpt captured there, and the rest
+//! are small hand-made snapshots for the rules that need a large or slow cluster to show.
+#![allow(clippy::unwrap_used)]
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use ctrlaudit::config::Config;
+use ctrlaudit::live::record::{self, Expectation};
+use ctrlaudit::live::{detectors, snapshot::Snapshot};
+
+fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/live")
+}
+
+fn scenarios() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(fixtures())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    v.sort();
+    v
+}
+
+fn config_for(dir: &Path) -> Config {
+    let p = dir.join("ctrlaudit.toml");
+    if p.is_file() {
+        Config::load(&p).unwrap()
+    } else {
+        Config::default()
+    }
+}
+
+#[test]
+fn every_fixture_gives_exactly_its_expected_findings() {
+    let dirs = scenarios();
+    assert!(
+        dirs.len() >= 8,
+        "fixtures/live has {} scenarios",
+        dirs.len()
+    );
+    let mut codes_seen = BTreeSet::new();
+    for dir in dirs {
+        let name = dir.file_name().unwrap().to_string_lossy().to_string();
+        let snap = record::read(&dir).unwrap_or_else(|e| panic!("{name}: {e:#}"));
+        let findings = detectors::run_all(&snap, &config_for(&dir));
+        let got: BTreeSet<Expectation> = record::expectations(&findings).into_iter().collect();
+        let want: BTreeSet<Expectation> =
+            record::read_expected(&dir).unwrap().into_iter().collect();
+        let missing: Vec<_> = want.difference(&got).collect();
+        let extra: Vec<_> = got.difference(&want).collect();
+        let detail: String = findings
+            .iter()
+            .map(|f| format!("  {} {} — {}\n", f.code, f.subject.label(), f.message))
+            .collect();
+        assert!(
+            missing.is_empty() && extra.is_empty(),
+            "{name}: missing {missing:?}, unexpected {extra:?}\n{detail}"
+        );
+        codes_seen.extend(findings.iter().map(|f| f.code.clone()));
+        // Every finding carries its window and points to the bench (or the rule doc).
+        for f in &findings {
+            assert!(
+                f.evidence.iter().any(|e| matches!(e, ctrlaudit::finding::Evidence::Value { name, .. } if name == "window")),
+                "{name}: {} has no window",
+                f.code
+            );
+            assert!(f.help.contains("kubectl ctrlaudit"), "{name}: {}", f.help);
+            if ctrlaudit::rules::find(&f.code)
+                .unwrap()
+                .bench_pair
+                .is_some()
+            {
+                assert!(
+                    f.help.contains(&format!("bench --rule {}", f.code)),
+                    "{}",
+                    f.help
+                );
+            }
+        }
+    }
+    // Between them the fixtures exercise every live rule.
+    for r in ctrlaudit::rules::RULES
+        .iter()
+        .filter(|r| r.has_lens(ctrlaudit::finding::Lens::Live))
+    {
+        assert!(codes_seen.contains(r.code), "no fixture raises {}", r.code);
+    }
+}
+
+#[test]
+fn thresholds_come_from_the_config() {
+    let dir = fixtures().join("convergence-lag");
+    let snap = record::read(&dir).unwrap();
+    let mut cfg = Config::default();
+    assert_eq!(detectors::run_all(&snap, &cfg).len(), 1);
+    cfg.thresholds.convergence_lag_secs = 1_000.0;
+    assert!(detectors::run_all(&snap, &cfg).is_empty());
+    cfg = Config::parse("[rules]\nCA102 = \"off\"\n", Path::new("ctrlaudit.toml")).unwrap();
+    assert!(detectors::run_all(&snap, &cfg).is_empty());
+}
+
+#[test]
+fn malformed_audit_lines_are_counted() {
+    let snap: Snapshot = record::read(&fixtures().join("tenants-and-reads-audit")).unwrap();
+    let a = snap.audit.unwrap();
+    assert_eq!(a.malformed, 1);
+    assert_eq!(a.requests, 54);
+}
+
+#[test]
+fn replay_through_the_command_line() {
+    let out = Command::new(env!("CARGO_BIN_EXE_kubectl-ctrlaudit"))
+        .args(["live", "--replay"])
+        .arg(fixtures().join("annotation-loop"))
+        .args(["-o", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["command"], "live");
+    let codes: BTreeSet<&str> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["code"].as_str().unwrap())
+        .collect();
+    assert!(
+        codes.contains("CA202") && codes.contains("CA201"),
+        "{codes:?}"
+    );
+    assert!(
+        doc["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["lens"] == "live")
+    );
+
+    // The good window: nothing, exit 0; junit and sarif render too.
+    for fmt in ["table", "junit", "sarif", "github"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_kubectl-ctrlaudit"))
+            .args(["live", "--replay"])
+            .arg(fixtures().join("good"))
+            .args(["-o", fmt])
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{fmt}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+#[test]
+fn unreachable_cluster_is_exit_3_with_a_note() {
+    let dir = tempfile::tempdir().unwrap();
+    // A port nobody listens on (bound, then released).
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:{port}\n    insecure-skip-tls-verify: true\nusers:\n- name: u\n  user:\n    token: t\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\n    namespace: default\ncurrent-context: x\n"
+        ),
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_kubectl-ctrlaudit"))
+        .args(["live", "--duration", "1s", "-o", "json", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let notes = doc["notes"].to_string();
+    assert!(notes.contains("unreachable"), "{notes}");
+    assert!(notes.contains("apiserver /metrics"), "{notes}");
+}
+
+#[test]
+fn offline_audit_log_needs_no_cluster() {
+    let out = Command::new(env!("CARGO_BIN_EXE_kubectl-ctrlaudit"))
+        .args(["live", "--offline", "--audit-log"])
+        .arg(
+            fixtures()
+                .join("tenants-and-reads-audit")
+                .join(record::AUDIT),
+        )
+        .args(["-o", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let codes: BTreeSet<&str> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["code"].as_str().unwrap())
+        .collect();
+    assert_eq!(codes, BTreeSet::from(["CA303", "CA401"]));
+    assert!(
+        doc["notes"].to_string().contains("1 of 55 lines"),
+        "{}",
+        doc["notes"]
+    );
+}
+
+/// Serves `body` after `delay` to every connection on 127.0.0.1; returns the URL.
+async fn serve(body: Vec<u8>, delay: std::time::Duration) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/metrics", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((mut sock, _)) = listener.accept().await {
+            let body = body.clone();
+            tokio::spawn(async move {
+                let mut buf = [0u8; 2048];
+                let _ = sock.read(&mut buf).await;
+                tokio::time::sleep(delay).await;
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = sock.write_all(head.as_bytes()).await;
+                let _ = sock.write_all(&body).await;
+            });
+        }
+    });
+    url
+}
+
+#[tokio::test]
+async fn bad_metrics_endpoints_are_reported_and_skipped() {
+    use ctrlaudit::live::collect::scrape::{ScrapeError, http_get};
+    use ctrlaudit::live::metrics::{ParseError, parse};
+    use ctrlaudit::live::snapshot::SourceKind;
+    use std::time::Duration;
+    let names = ctrlaudit::config::MetricNames::default();
+    let fast = Duration::from_millis(0);
+
+    // Down: nobody listens.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let e = http_get(
+        &format!("http://127.0.0.1:{port}/metrics"),
+        1 << 20,
+        Duration::from_secs(2),
+    )
+    .await;
+    assert!(
+        matches!(e, Err(ScrapeError::Request(ref m)) if m.contains("unreachable")),
+        "{e:?}"
+    );
+
+    // Slow: no answer within the deadline.
+    let url = serve(b"up 1\n".to_vec(), Duration::from_secs(5)).await;
+    let e = http_get(&url, 1 << 20, Duration::from_millis(300)).await;
+    assert!(matches!(e, Err(ScrapeError::Timeout(_))), "{e:?}");
+
+    // Huge: cut off at the cap, not read to the end.
+    let url = serve(vec![b'#'; 3 << 20], fast).await;
+    let e = http_get(&url, 1 << 20, Duration::from_secs(5)).await;
+    assert!(matches!(e, Err(ScrapeError::TooLarge(_))), "{e:?}");
+
+    // Garbage: text, but no samples in it.
+    let url = serve(b"<html><body>login</body></html>\n".to_vec(), fast).await;
+    let text = http_get(&url, 1 << 20, Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert!(matches!(
+        parse(&text, 0, SourceKind::Controller, &names),
+        Err(ParseError::Garbage { .. })
+    ));
+    let url = serve(vec![0xff, 0xfe, 0x00, 0x01], fast).await;
+    assert!(matches!(
+        http_get(&url, 1 << 20, Duration::from_secs(5)).await,
+        Err(ScrapeError::NotText)
+    ));
+
+    // And a good one parses.
+    let url = serve(
+        b"controller_runtime_reconcile_total{controller=\"c\",result=\"success\"} 3\n".to_vec(),
+        fast,
+    )
+    .await;
+    let text = http_get(&url, 1 << 20, Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert_eq!(
+        parse(&text, 0, SourceKind::Controller, &names)
+            .unwrap()
+            .samples
+            .len(),
+        1
+    );
+
+    // https is refused with a pointer to the pod proxy.
+    let e = http_get(
+        "https://127.0.0.1:1/metrics",
+        1 << 20,
+        Duration::from_secs(1),
+    )
+    .await;
+    assert!(
+        matches!(e, Err(ScrapeError::Request(ref m)) if m.contains("--controller-pod")),
+        "{e:?}"
+    );
+}

@@ -1,0 +1,545 @@
+//! `live` against the real API server (testenv), with the bench variants as subjects, each in its own
+//! namespace: every bad variant raises its rule with the controller named; the good one raises nothing.
+//!
+//! The scenarios run one after another (a shared lock): the API server's counters are cluster-wide, so two
+//! scenarios at once would see each other's requests. `live` runs as the read-only identity.
+//! `CTRLAUDIT_BLESS=1` also saves each window as a fixture in `fixtures/live/<scenario>/` and the audit-log
+//! excerpt in `fixtures/live/audit-testenv/`.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Parser;
+use ctrlaudit::bench::client::{self as bench_client, RestMetrics};
+use ctrlaudit::bench::instrument::{StopHandle, VariantCtx, VariantOptions};
+use ctrlaudit::bench::variants::{self, Code};
+use ctrlaudit::bench::widget::{Widget, WidgetSpec};
+use ctrlaudit::cli::{Cli, Command};
+use ctrlaudit::config::Config;
+use ctrlaudit::finding::{Finding, Subject};
+use ctrlaudit::live::snapshot::{Snapshot, Window};
+use ctrlaudit::live::{self, Outcome, detectors, record};
+use kube::Client;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::Mutex;
+
+/// One scenario at a time (see the module doc).
+static SERIAL: Mutex<()> = Mutex::const_new(());
+
+const WINDOW: &str = "9s";
+const OBJECTS: usize = 6;
+
+fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/live")
+}
+
+fn bless() -> bool {
+    std::env::var_os("CTRLAUDIT_BLESS").is_some()
+}
+
+/// A bench variant running in this process, with its /metrics served on 127.0.0.1.
+struct Variant {
+    stop: StopHandle,
+    task: tokio::task::JoinHandle<anyhow::Result<()>>,
+    server: tokio::task::JoinHandle<()>,
+    url: String,
+    /// The field manager the API server derives from the variant's user agent.
+    manager: String,
+}
+
+impl Variant {
+    async fn stop(mut self) {
+        self.stop.stop();
+        let _ = tokio::time::timeout(Duration::from_secs(5), self.task).await;
+        self.server.abort();
+    }
+}
+
+async fn start_variant(env: &common::TestEnv, code: Code, name: &str, workers: u16) -> Variant {
+    let kc = Kubeconfig::read_from(env.dir.join("kubeconfig")).unwrap();
+    let config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+        .await
+        .unwrap();
+    let rest = RestMetrics::default();
+    // The API server names a write without fieldManager after the user agent up to its first '/'.
+    let client = bench_client::build(&config, &format!("{name}/ctrlaudit-tests"), &rest).unwrap();
+    let (ctx, stop) = VariantCtx::new(
+        client,
+        rest,
+        VariantOptions {
+            controller: name.to_string(),
+            work: Duration::from_millis(10),
+            streaming_lists: false,
+            label_selector: None,
+            process_metrics: false,
+            workers,
+        },
+    );
+    let task = tokio::spawn(variants::run(
+        code,
+        vec![env.namespace.clone()],
+        ctx.clone(),
+    ));
+    let (url, server) = serve_metrics(ctx).await;
+    Variant {
+        stop,
+        task,
+        server,
+        url,
+        manager: name.to_string(),
+    }
+}
+
+/// A minimal HTTP/1.1 server answering every request with the variant's metrics text.
+async fn serve_metrics(ctx: Arc<VariantCtx>) -> (String, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/metrics", listener.local_addr().unwrap());
+    let server = tokio::spawn(async move {
+        while let Ok((mut sock, _)) = listener.accept().await {
+            let ctx = ctx.clone();
+            tokio::spawn(async move {
+                let mut buf = [0u8; 4096];
+                let _ = sock.read(&mut buf).await;
+                let body = ctx.encode();
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/plain; version=0.0.4\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = sock.write_all(head.as_bytes()).await;
+                let _ = sock.write_all(body.as_bytes()).await;
+                let _ = sock.shutdown().await;
+            });
+        }
+    });
+    (url, server)
+}
+
+async fn create_widgets(client: &Client, ns: &str, n: usize) {
+    let api: Api<Widget> = Api::namespaced(client.clone(), ns);
+    for i in 0..n {
+        let w = Widget::new(
+            &format!("w-{i}"),
+            WidgetSpec {
+                count: 1,
+                message: "hello".into(),
+            },
+        );
+        api.create(&PostParams::default(), &w).await.unwrap();
+    }
+}
+
+fn live_args(ns: &str, extra: &[&str]) -> (ctrlaudit::cli::GlobalArgs, live::LiveArgs) {
+    let mut argv = vec![
+        "kubectl-ctrlaudit",
+        "live",
+        "-n",
+        ns,
+        "--duration",
+        WINDOW,
+        "--scrape-interval",
+        "1s",
+    ];
+    argv.extend_from_slice(extra);
+    let cli = Cli::try_parse_from(argv).unwrap();
+    match cli.command {
+        Command::Live(a) => (cli.global, a),
+        other => panic!("not live: {other:?}"),
+    }
+}
+
+/// Runs `live` as the read-only identity while `drive` makes the scenario happen, 1.5 s into the window.
+async fn observe<F: Future<Output = ()>>(
+    env: &common::TestEnv,
+    extra: &[&str],
+    drive: F,
+) -> Outcome {
+    let (g, a) = live_args(&env.namespace, extra);
+    let client = env.readonly.clone();
+    let ns = env.namespace.clone();
+    let handle = tokio::spawn(async move {
+        live::observe(Some((client, ns)), &g, false, &a, &Config::default()).await
+    });
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    drive.await;
+    handle.await.unwrap().unwrap()
+}
+
+fn codes(findings: &[Finding]) -> BTreeSet<&str> {
+    findings.iter().map(|f| f.code.as_str()).collect()
+}
+
+fn show(o: &Outcome) -> String {
+    let mut s = String::new();
+    for f in &o.findings {
+        s.push_str(&format!(
+            "{} {} — {}\n",
+            f.code,
+            f.subject.label(),
+            f.message
+        ));
+    }
+    for n in &o.snapshot.notes {
+        s.push_str(&format!("note: {} — {}\n", n.subject, n.message));
+    }
+    s
+}
+
+/// Saves the window as `fixtures/live/<name>/` with the namespace replaced by a stable one.
+fn record_fixture(name: &str, o: &Outcome, ns: &str) {
+    if !bless() {
+        return;
+    }
+    let dir = fixtures().join(name);
+    let text = serde_json::to_string(&o.snapshot)
+        .unwrap()
+        .replace(ns, &format!("live-{name}"));
+    let mut snap: Snapshot = serde_json::from_str(&text).unwrap();
+    // The cluster-wide API server counters of other resources are noise in a fixture.
+    for m in &mut snap.metrics {
+        for s in &mut m.scrapes {
+            s.samples.retain(|x| {
+                x.labels
+                    .get("group")
+                    .is_none_or(|g| g.is_empty() || g == "bench.ctrlaudit.io")
+            });
+        }
+    }
+    let findings = detectors::run_all(&snap, &Config::default());
+    record::write(&dir, &snap, &findings).unwrap();
+}
+
+/// Saves the audit events about `namespaces` (renamed) to the audit fixture and checks the detectors on them.
+async fn audit_excerpt(env: &common::TestEnv, namespaces: &[(&str, &str)]) -> Vec<String> {
+    let log = env.audit_log.clone().unwrap();
+    let mut lines = Vec::new();
+    for (ns, stable) in namespaces {
+        let events = common::audit_events(&log, ns, Duration::from_secs(10), |e| !e.is_empty())
+            .await
+            .unwrap();
+        // A few hundred requests per scenario are plenty, and keep the fixture small.
+        for mut e in events
+            .into_iter()
+            .filter(|e| e["stage"] == "ResponseComplete")
+            .take(120)
+        {
+            // Trimmed: managedFields make up most of each body and the detectors do not read them there.
+            for body in ["requestObject", "responseObject"] {
+                if let Some(m) = e
+                    .get_mut(body)
+                    .and_then(|b| b.get_mut("metadata"))
+                    .and_then(|m| m.as_object_mut())
+                {
+                    m.remove("managedFields");
+                }
+            }
+            lines.push(e.to_string().replace(ns, stable));
+        }
+    }
+    lines
+}
+
+#[tokio::test]
+async fn live_scenarios_on_the_bench_variants() {
+    let _serial = SERIAL.lock().await;
+    let mut audit_lines: Vec<String> = Vec::new();
+
+    // bad-annotation-loop → CA202 and CA201, naming its field manager.
+    {
+        let Some(env) = common::testenv_with_audit("live-annotation-loop").await else {
+            return;
+        };
+        let v = start_variant(&env, Code::BadAnnotationLoop, "bad-annotation-loop", 1).await;
+        let audit = env.audit_log.clone().unwrap();
+        let audit = audit.to_str().unwrap().to_string();
+        let url = v.url.clone();
+        let o = observe(
+            &env,
+            &["--metrics-url", &url, "--audit-log", &audit],
+            create_widgets(&env.client, &env.namespace, OBJECTS),
+        )
+        .await;
+        let manager_name = v.manager.clone();
+        v.stop().await;
+        let report = show(&o);
+        let c = codes(&o.findings);
+        assert!(c.contains("CA202") && c.contains("CA201"), "{report}");
+        for code in ["CA202", "CA201"] {
+            // Named by field manager (managedFields), with the audit log's user and user agent joined in.
+            let named = o.findings.iter().any(|f| {
+                f.code == code
+                    && matches!(&f.subject, Subject::Controller { manager, user, user_agent }
+                        if manager.as_deref() == Some(manager_name.as_str())
+                            && user.as_deref() == Some(common::ADMIN_USER)
+                            && user_agent.as_deref().is_some_and(|u| u.starts_with(manager_name.as_str())))
+            });
+            assert!(named, "{code} does not name {manager_name}:\n{report}");
+        }
+        assert!(!c.contains("CA101") && !c.contains("CA102"), "{report}");
+        record_fixture("annotation-loop", &o, &env.namespace);
+        {
+            audit_lines
+                .extend(audit_excerpt(&env, &[(&env.namespace, "audit-annotation-loop")]).await);
+        }
+    }
+
+    // bad-status-on-main → CA101.
+    {
+        let Some(env) = common::testenv_with_audit("live-status-on-main").await else {
+            return;
+        };
+        let v = start_variant(&env, Code::BadStatusOnMain, "bad-status-on-main", 1).await;
+        let url = v.url.clone();
+        let o = observe(
+            &env,
+            &["--metrics-url", &url],
+            create_widgets(&env.client, &env.namespace, OBJECTS),
+        )
+        .await;
+        v.stop().await;
+        let report = show(&o);
+        let f = o
+            .findings
+            .iter()
+            .find(|f| f.code == "CA101")
+            .unwrap_or_else(|| panic!("no CA101:\n{report}"));
+        assert!(
+            f.message.contains("0 of 6 objects have a status"),
+            "{report}"
+        );
+        assert!(!codes(&o.findings).contains("CA202"), "{report}");
+        record_fixture("status-on-main", &o, &env.namespace);
+        {
+            audit_lines
+                .extend(audit_excerpt(&env, &[(&env.namespace, "audit-status-on-main")]).await);
+        }
+    }
+
+    // good-update at 5 workers, with a user changing the spec meanwhile → CA301 with its 409 rate.
+    {
+        let Some(env) = common::testenv_with_audit("live-good-update").await else {
+            return;
+        };
+        create_widgets(&env.client, &env.namespace, 2).await;
+        let v = start_variant(&env, Code::GoodUpdate, "good-update", 5).await;
+        let url = v.url.clone();
+        let api: Api<Widget> = Api::namespaced(env.client.clone(), &env.namespace);
+        let bump = async {
+            // Spec changes while the controller writes status: its replace_status carries a stale
+            // resourceVersion whenever a bump lands between its read and its write.
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(6);
+            let mut i = 0i64;
+            while tokio::time::Instant::now() < deadline {
+                i += 1;
+                for n in 0..2 {
+                    let _ = api
+                        .patch(
+                            &format!("w-{n}"),
+                            &PatchParams::default(),
+                            &Patch::Merge(json!({"spec": {"count": i}})),
+                        )
+                        .await;
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        };
+        let o = observe(&env, &["--metrics-url", &url], bump).await;
+        v.stop().await;
+        let report = show(&o);
+        let f = o
+            .findings
+            .iter()
+            .find(|f| f.code == "CA301")
+            .unwrap_or_else(|| panic!("no CA301:\n{report}"));
+        assert!(f.message.contains("409"), "{report}");
+        record_fixture("conflicts", &o, &env.namespace);
+        {
+            audit_lines.extend(audit_excerpt(&env, &[(&env.namespace, "audit-conflicts")]).await);
+        }
+    }
+
+    // bad-poll → CA203.
+    {
+        let Some(env) = common::testenv("live-poll").await else {
+            return;
+        };
+        create_widgets(&env.client, &env.namespace, OBJECTS).await;
+        let v = start_variant(&env, Code::BadPoll, "bad-poll", 1).await;
+        let url = v.url.clone();
+        let o = observe(&env, &["--metrics-url", &url], async {}).await;
+        v.stop().await;
+        let report = show(&o);
+        assert!(codes(&o.findings).contains("CA203"), "{report}");
+        assert!(
+            !codes(&o.findings).contains("CA201"),
+            "polling is not a storm:\n{report}"
+        );
+        record_fixture("poll", &o, &env.namespace);
+    }
+
+    // bad-cardinality → CA402.
+    {
+        let Some(env) = common::testenv("live-cardinality").await else {
+            return;
+        };
+        let v = start_variant(&env, Code::BadCardinality, "bad-cardinality", 1).await;
+        let url = v.url.clone();
+        let o = observe(
+            &env,
+            &["--metrics-url", &url],
+            create_widgets(&env.client, &env.namespace, OBJECTS),
+        )
+        .await;
+        v.stop().await;
+        let report = show(&o);
+        let f = o
+            .findings
+            .iter()
+            .find(|f| f.code == "CA402")
+            .unwrap_or_else(|| panic!("no CA402:\n{report}"));
+        assert!(f.message.contains("label `name`"), "{report}");
+        record_fixture("cardinality", &o, &env.namespace);
+    }
+
+    // good → no finding at all.
+    {
+        let Some(env) = common::testenv("live-good").await else {
+            return;
+        };
+        let v = start_variant(&env, Code::Good, "good", 5).await;
+        let url = v.url.clone();
+        let o = observe(
+            &env,
+            &["--metrics-url", &url],
+            create_widgets(&env.client, &env.namespace, OBJECTS),
+        )
+        .await;
+        v.stop().await;
+        let report = show(&o);
+        assert!(o.findings.is_empty(), "the good variant raised:\n{report}");
+        assert!(o.snapshot.objects.iter().all(|x| x.has_status), "{report}");
+        record_fixture("good", &o, &env.namespace);
+    }
+
+    // The audit excerpt: the same detectors, offline, name each client exactly.
+    if !audit_lines.is_empty() {
+        let text = audit_lines.join("\n") + "\n";
+        let summary = live::audit::summarise("audit", &text, None);
+        let snap = Snapshot {
+            window: Window {
+                start_ms: summary.first_ms.unwrap_or(0),
+                end_ms: summary.last_ms.unwrap_or(1),
+            },
+            audit: Some(summary),
+            ..Default::default()
+        };
+        let findings = detectors::run_all(&snap, &Config::default());
+        let got: BTreeSet<(String, String)> = findings
+            .iter()
+            .map(|f| (f.code.clone(), f.subject.label()))
+            .collect();
+        let has = |code: &str, who: &str| got.iter().any(|(c, s)| c == code && s.contains(who));
+        assert!(has("CA202", "bad-annotation-loop"), "{got:?}");
+        assert!(has("CA201", "bad-annotation-loop"), "{got:?}");
+        assert!(has("CA101", "bad-status-on-main"), "{got:?}");
+        assert!(has("CA301", "good-update"), "{got:?}");
+        if bless() {
+            let dir = fixtures().join("audit-testenv");
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join(record::AUDIT), &text).unwrap();
+            record::write_expected(&dir, &findings).unwrap();
+        }
+    }
+}
+
+/// `live` as the read-only identity, through the real command line: it observes, and the audit log shows that
+/// it wrote nothing (and never touched a Secret). Forbidden sources degrade into notes.
+#[tokio::test]
+async fn live_as_the_readonly_identity_never_writes() {
+    let _serial = SERIAL.lock().await;
+    let Some(env) = common::testenv_with_audit("live-readonly").await else {
+        return;
+    };
+    create_widgets(&env.client, &env.namespace, 2).await;
+    // Earlier runs in the same control plane are in the log too: only what this run sent counts.
+    let started_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+        - 1_000;
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_kubectl-ctrlaudit"))
+        .args([
+            "live",
+            "-n",
+            &env.namespace,
+            "--duration",
+            "2s",
+            "-o",
+            "json",
+        ])
+        .arg("--kubeconfig")
+        .arg(env.dir.join("readonly.kubeconfig"))
+        // The read-only user may not use the pod proxy: a note, not a failure.
+        .args([
+            "--controller-pod",
+            "no-such-operator",
+            "--metrics-port",
+            "8080",
+        ])
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(doc["findings"], json!([]), "{stdout}");
+    let notes = doc["notes"].to_string();
+    assert!(notes.contains("no-such-operator"), "{notes}");
+    assert!(doc["stats"]["objects"] == "2", "{stdout}");
+
+    // Everything the tool sent, by its user agent, is in the log: reads only.
+    let log = env.audit_log.clone().unwrap();
+    let text = std::fs::read_to_string(&log).unwrap();
+    let mine: Vec<serde_json::Value> = text
+        .lines()
+        .filter(|l| l.contains(live::USER_AGENT))
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .filter(|e: &serde_json::Value| e["stage"] == "ResponseComplete")
+        .filter(|e| {
+            e["requestReceivedTimestamp"]
+                .as_str()
+                .and_then(live::tracker::parse_time_ms)
+                .is_some_and(|t| t >= started_ms)
+        })
+        .collect();
+    assert!(
+        mine.len() >= 3,
+        "the tool's requests are not in the audit log"
+    );
+    for e in &mine {
+        assert_eq!(e["user"]["username"], common::READONLY_USER, "{e}");
+        let verb = e["verb"].as_str().unwrap_or("");
+        assert!(
+            matches!(verb, "get" | "list" | "watch"),
+            "a {verb} from live: {e}"
+        );
+        assert_ne!(e["objectRef"]["resource"], "secrets", "{e}");
+    }
+    let verbs: BTreeSet<&str> = mine.iter().filter_map(|e| e["verb"].as_str()).collect();
+    assert!(
+        verbs.contains("list") && verbs.contains("watch"),
+        "{verbs:?}"
+    );
+}
