@@ -355,12 +355,6 @@ impl<'a> Extractor<'a> {
     pub fn run(mut self, file: &syn::File) -> FileModel {
         let mut pre = PrePass { ex: &mut self };
         pre.visit_file(file);
-        self.model.consts = self.consts.iter().map(|(k, v)| (k.clone(), *v)).collect();
-        self.model.api_fields = self
-            .api_fields
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
         self.visit_file(file);
         self.model
     }

@@ -8,10 +8,6 @@ use crate::finding::Span;
 pub struct FileModel {
     pub path: String,
     pub crds: Vec<CrdDecl>,
-    /// Struct name → field name → `K` of an `Api<K>` field (so `ctx.widgets.patch(..)` has a kind).
-    pub api_fields: Vec<(String, String)>,
-    /// `const NAME: Duration|u64 = …` evaluated to seconds.
-    pub consts: Vec<(String, f64)>,
     pub fns: Vec<FnModel>,
     pub controllers: Vec<ControllerModel>,
     /// CA205 candidates: watcher streams consumed outside a Controller without a backoff.

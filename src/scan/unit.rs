@@ -53,7 +53,6 @@ pub struct Unit<'m> {
     pub yaml_kinds: HashMap<String, bool>,
     pub config: &'m Config,
     by_name: HashMap<&'m str, Vec<FnId>>,
-    consts: HashMap<String, f64>,
 }
 
 impl<'m> Unit<'m> {
@@ -63,7 +62,6 @@ impl<'m> Unit<'m> {
         config: &'m Config,
     ) -> Self {
         let mut by_name: HashMap<&str, Vec<FnId>> = HashMap::new();
-        let mut consts = HashMap::new();
         for (fi, f) in files.iter().enumerate() {
             for (ni, func) in f.fns.iter().enumerate() {
                 by_name
@@ -71,25 +69,17 @@ impl<'m> Unit<'m> {
                     .or_default()
                     .push((fi, ni));
             }
-            for (k, v) in &f.consts {
-                consts.insert(k.clone(), *v);
-            }
         }
         Self {
             files,
             yaml_kinds,
             config,
             by_name,
-            consts,
         }
     }
 
     pub fn func(&self, id: FnId) -> &'m FnModel {
         &self.files[id.0].fns[id.1]
-    }
-
-    pub fn consts(&self) -> &HashMap<String, f64> {
-        &self.consts
     }
 
     /// Resolves a called name from a file: same file first, then unique in the unit.
