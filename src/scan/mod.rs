@@ -68,6 +68,8 @@ pub enum ScanError {
     MissingPath(String),
     #[error("cannot start worker threads: {0}")]
     Threads(String),
+    #[error("cannot build the literal prefilter: {0}")]
+    Prefilter(String),
 }
 
 /// A literal that any file worth parsing contains (cheap test before paying for syn).
@@ -406,8 +408,9 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
     let started = Instant::now();
     let walked = walk(&opts.paths)?;
     let config = &opts.config;
-    let needles = AhoCorasick::new(NEEDLES).unwrap_or_else(|_| unreachable_needles());
-    let unit_needles = AhoCorasick::new(UNIT_NEEDLES).unwrap_or_else(|_| unreachable_needles());
+    let needles = AhoCorasick::new(NEEDLES).map_err(|e| ScanError::Prefilter(e.to_string()))?;
+    let unit_needles =
+        AhoCorasick::new(UNIT_NEEDLES).map_err(|e| ScanError::Prefilter(e.to_string()))?;
 
     // Group files by crate, and keep only crates that use kube at all.
     let mut cache = HashMap::new();
@@ -523,11 +526,6 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
 
 fn bytecount_lines(b: &[u8]) -> usize {
     b.iter().filter(|c| **c == b'\n').count()
-}
-
-/// aho-corasick only fails to build on pathological patterns; ours are fixed literals.
-fn unreachable_needles() -> AhoCorasick {
-    AhoCorasick::new(["kube"]).unwrap_or_else(|_| std::process::abort())
 }
 
 /// Applies `[rules]` levels, then `-D/-W/-A` (which win).
