@@ -88,6 +88,8 @@ fn panel<DB: DrawingBackend>(
         .configure_mesh()
         .x_desc("seconds since the variants started")
         .y_desc(y_desc)
+        .x_label_formatter(&|x| format!("{x:.0}"))
+        .y_label_formatter(&|y| format!("{y:.0}"))
         .draw()
         .map_err(|e| anyhow!("{e:?}"))?;
     for (i, line) in lines.iter().enumerate() {

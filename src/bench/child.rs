@@ -243,3 +243,46 @@ pub async fn create_one_process(
     }
     Ok(())
 }
+
+/// A kubectl binary for the speed comparison: `CTRLAUDIT_KUBECTL`, else `kubectl` on PATH.
+pub fn find_kubectl() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("CTRLAUDIT_KUBECTL").filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(p));
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|d| d.join("kubectl"))
+        .find(|p| p.is_file())
+}
+
+/// One iteration of the seed's loop: `kubectl apply -f -` with one Widget manifest on stdin.
+pub async fn kubectl_apply(
+    kubectl: &Path,
+    g: &GlobalArgs,
+    namespace: &str,
+    name: &str,
+    run_id: &str,
+) -> Result<()> {
+    use tokio::io::AsyncWriteExt;
+    let mut w = cluster::widget(0, run_id, "speed-kubectl-apply");
+    w.metadata.name = Some(name.to_string());
+    let manifest = serde_json::to_vec(&w).context("serialising the widget")?;
+    let mut child = Command::new(kubectl)
+        .args(cluster_flags(g))
+        .args(["apply", "-n", namespace, "-f", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .with_context(|| format!("starting {}", kubectl.display()))?;
+    let mut stdin = child.stdin.take().context("kubectl's stdin is not piped")?;
+    stdin
+        .write_all(&manifest)
+        .await
+        .context("writing the manifest to kubectl")?;
+    drop(stdin);
+    let status = child.wait().await.context("waiting for kubectl")?;
+    if !status.success() {
+        bail!("kubectl apply {name} exited with {status}");
+    }
+    Ok(())
+}

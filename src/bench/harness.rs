@@ -689,13 +689,18 @@ async fn speed(
 ) -> Result<()> {
     let run_id = st.run_id.clone();
     let n = plan.objects;
-    let names: Vec<(String, String)> = ["speed-harness", "speed-sequential", "speed-process"]
+    let kubectl = child::find_kubectl();
+    let mut suffixes = vec!["speed-harness", "speed-sequential", "speed-process"];
+    if kubectl.is_some() {
+        suffixes.push("speed-kubectl");
+    }
+    let names: Vec<(String, String)> = suffixes
         .iter()
         .map(|s| (namespace_name(&run_id, s), (*s).to_string()))
         .collect();
     interruptible(int, create_namespaces(admin, st, &names)).await?;
     interruptible(int, warm_up(admin, &names[0].0, &run_id)).await?;
-    eprintln!("speed 1/3: {n} Widgets with the harness ({CREATE_PARALLELISM} in flight)…");
+    eprintln!("speed 1: {n} Widgets with the harness ({CREATE_PARALLELISM} in flight)…");
     let target = Target {
         namespace: names[0].0.clone(),
         variant: names[0].1.clone(),
@@ -706,7 +711,7 @@ async fn speed(
         cluster::create_widgets(admin, &[target], &run_id, CREATE_PARALLELISM, |_| {}),
     )
     .await?;
-    eprintln!("speed 2/3: {n} Widgets one after another in this process…");
+    eprintln!("speed 2: {n} Widgets one after another in this process…");
     let seq_ns = names[1].0.clone();
     let seq = interruptible(int, async {
         let api: Api<Widget> = Api::namespaced(admin.clone(), &seq_ns);
@@ -722,7 +727,7 @@ async fn speed(
     })
     .await?;
     eprintln!(
-        "speed 3/3: {n} Widgets with one process each (GET + POST, like `kubectl apply` in a loop)…"
+        "speed 3: {n} Widgets with one process each (GET + POST, like `kubectl apply` in a loop)…"
     );
     let exe = child::exe()?;
     let proc_ns = names[2].0.clone();
@@ -737,6 +742,35 @@ async fn speed(
         Ok(start.elapsed().as_secs_f64())
     })
     .await?;
+    let kubectl_seconds = match &kubectl {
+        Some(k) => {
+            eprintln!(
+                "speed 4: {n} Widgets with `{} apply -f -`, one invocation each (the seed's loop)…",
+                k.display()
+            );
+            let ns = names[3].0.clone();
+            Some(
+                interruptible(int, async {
+                    let start = Instant::now();
+                    for i in 0..n {
+                        child::kubectl_apply(k, g, &ns, &format!("w-{i:05}"), &run_id).await?;
+                        if (i + 1) % 100 == 0 {
+                            eprintln!("  {} / {n}", i + 1);
+                        }
+                    }
+                    Ok(start.elapsed().as_secs_f64())
+                })
+                .await?,
+            )
+        }
+        None => {
+            st.report.notes.push(
+                "no kubectl found (PATH or CTRLAUDIT_KUBECTL): the seed's loop is emulated by one create-one process per object"
+                    .into(),
+            );
+            None
+        }
+    };
     let method = |description: &str, seconds: f64| Method {
         description: description.to_string(),
         objects: n,
@@ -748,15 +782,27 @@ async fn speed(
         h.seconds,
     );
     let process = method(
-        "one process per object: GET + POST (the seed's kubectl apply loop)",
+        "create-one: one process per object, GET + POST (a lower bound of a kubectl loop)",
         per_process,
     );
+    let kubectl_apply = kubectl_seconds.map(|s| {
+        method(
+            "kubectl apply -f -, one process per object (the seed's loop)",
+            s,
+        )
+    });
+    let (against, slowest) = match &kubectl_apply {
+        Some(k) => ("the kubectl apply loop", k.per_second),
+        None => ("one process per object", process.per_second),
+    };
     st.report.speed = Some(Speed {
         objects: n,
-        ratio: harness.per_second / process.per_second.max(1e-9),
+        ratio: harness.per_second / slowest.max(1e-9),
+        ratio_against: against.to_string(),
         sequential_in_process: method("sequential creates in one process", seq),
         harness,
         process_per_object: process,
+        kubectl_apply,
     });
     st.report.creation = Some(h);
     Ok(())

@@ -883,10 +883,7 @@ impl<'a> Extractor<'a> {
             .map(|e| self.requeue_of(&e, &ctx))
             .collect();
         let body = compact(block);
-        ctx.model.handles_conflict = body.contains("409")
-            || body.contains("is_conflict")
-            || body.contains("\"Conflict\"")
-            || body.contains("CONFLICT");
+        ctx.model.handles_conflict = handles_conflict(&body);
         ctx.model.clears_resource_version = body.contains("resource_version=None");
         ctx.model.uses_finalizer = body.contains("finalizer(&");
         // CA205: a watcher stream that is consumed here without a backoff anywhere on its way.
@@ -1003,6 +1000,14 @@ fn contains_ident(text: &str, name: &str) -> bool {
         start = j;
     }
     false
+}
+
+/// Code that recognises a 409 Conflict: `code == 409`, `is_conflict()`, `reason == "Conflict"`.
+fn handles_conflict(code: &str) -> bool {
+    code.contains("409")
+        || code.contains("is_conflict")
+        || code.contains("\"Conflict\"")
+        || code.contains("CONFLICT")
 }
 
 fn has_backoff(stmt: &str) -> bool {
@@ -1644,7 +1649,10 @@ impl<'ast> Visit<'ast> for Extractor<'_> {
     fn visit_expr_for_loop(&mut self, f: &'ast syn::ExprForLoop) {
         self.check_tenant_loop(f);
         self.visit_expr(&f.expr);
-        self.with_scope(Scope::For, |s| s.visit_block(&f.body));
+        // `for attempt in 1..=n { … 409 … }` is a bounded retry, not an iteration over objects.
+        let retry = matches!(&*f.expr, Expr::Range(_)) && handles_conflict(&compact(&f.body));
+        let scope = if retry { Scope::Loop } else { Scope::For };
+        self.with_scope(scope, |s| s.visit_block(&f.body));
     }
 
     fn visit_expr_while(&mut self, w: &'ast syn::ExprWhile) {
@@ -1804,7 +1812,17 @@ impl Extractor<'_> {
     fn check_poll_loop(&mut self, span: proc_macro2::Span, body: &syn::Block) {
         let t = compact(body);
         let sleeps = t.contains("sleep(") || t.contains(".tick()");
-        if !sleeps {
+        // A loop that writes, or handles 409, is a retry with a pause, not polling.
+        let writes = [
+            ".replace(",
+            ".replace_status(",
+            ".patch(",
+            ".patch_status(",
+            ".create(",
+        ]
+        .iter()
+        .any(|w| t.contains(w));
+        if !sleeps || writes || handles_conflict(&t) {
             return;
         }
         let Some(f) = self.fns.last() else { return };

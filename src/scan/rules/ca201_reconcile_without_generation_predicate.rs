@@ -29,7 +29,8 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
                 continue;
             }
             // Does the crate write this kind (status, metadata, spec, finalizers)?
-            let write = cx.unit.all_fns().find_map(|id| {
+            // Point at a write this controller's reconcile reaches, if there is one.
+            let writes_kind = |id: crate::scan::unit::FnId| {
                 cx.unit.func(id).api_calls.iter().find(|a| {
                     matches!(
                         a.method.as_str(),
@@ -41,7 +42,12 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
                             | "commit"
                     ) && a.kind.as_deref() == Some(kind.as_str())
                 })
-            });
+            };
+            let write = cx
+                .reach
+                .keys()
+                .find_map(|id| writes_kind(*id))
+                .or_else(|| cx.unit.all_fns().find_map(writes_kind));
             let finalizer = cx.unit.all_fns().any(|id| {
                 let f = cx.unit.func(id);
                 f.uses_finalizer && f.object_kind.as_deref() == Some(kind.as_str())
