@@ -235,3 +235,39 @@ pub async fn reconcile(obj: Arc<Widget>, ctx: Arc<Ctx>) -> Result<Action, Error>
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("ctrlaudit.toml"));
 }
+
+#[test]
+fn a_partial_scan_still_knows_the_crates_crd_types() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::write(root.join("Cargo.toml"), "[package]\nname = \"op\"\n").unwrap();
+    std::fs::create_dir_all(root.join("src/controllers")).unwrap();
+    std::fs::write(
+        root.join("src/crd.rs"),
+        "use kube::CustomResource;\n#[derive(CustomResource, Clone, Debug)]\n#[kube(group = \"example.com\", version = \"v1\", kind = \"Widget\", namespaced, status = \"WidgetStatus\")]\npub struct WidgetSpec { pub size: i32 }\n",
+    )
+    .unwrap();
+    let reconcile = r#"
+use crate::crd::Widget;
+use kube::{Api, api::{Patch, PatchParams}, runtime::controller::Action};
+use std::sync::Arc;
+
+pub async fn reconcile(obj: Arc<Widget>, ctx: Arc<Ctx>) -> Result<Action, Error> {
+    let api: Api<Widget> = Api::all(ctx.client.clone());
+    let body = serde_json::json!({"status": {"phase": "Ready"}});
+    api.patch(&obj.name_any(), &PatchParams::default(), &Patch::Merge(&body)).await?;
+    Ok(Action::await_change())
+}
+"#;
+    std::fs::write(root.join("src/controllers/widget.rs"), reconcile).unwrap();
+    let only_controllers = root.join("src/controllers");
+    let o = run(&["scan", only_controllers.to_str().unwrap(), "-o", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let codes: Vec<&str> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["code"].as_str().unwrap())
+        .collect();
+    assert_eq!(codes, vec!["CA101"], "{v}");
+}

@@ -204,6 +204,49 @@ fn cargo_root(dir: &Path, cache: &mut HashMap<PathBuf, Option<PathBuf>>) -> Opti
     found
 }
 
+/// CRD declarations from the crate's `src/` files that were not among the scanned paths, so that
+/// `scan src/controllers` still knows that a kind declared in `src/crd.rs` has the status
+/// subresource. Only files that mention `CustomResource` are parsed; their code is not judged.
+fn crd_context(root: &Path, scanned: &[PathBuf]) -> Vec<model::FileModel> {
+    let src = root.join("src");
+    if !root.join("Cargo.toml").is_file() || !src.is_dir() {
+        return Vec::new();
+    }
+    let scanned: std::collections::HashSet<PathBuf> = scanned
+        .iter()
+        .filter_map(|p| std::fs::canonicalize(p).ok())
+        .collect();
+    let mut out = Vec::new();
+    for entry in ignore::WalkBuilder::new(&src).build().flatten() {
+        let path = entry.path();
+        if path.extension().is_none_or(|x| x != "rs") {
+            continue;
+        }
+        let abs = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        if scanned.contains(&abs) {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(path) else {
+            continue;
+        };
+        if !text.contains("CustomResource") || max_nesting(&text) > MAX_NESTING {
+            continue;
+        }
+        if let Ok(file) = syn::parse_file(&text) {
+            let name = display(path);
+            let imports = imports::Imports::from_file(&file);
+            let m = extract::Extractor::new(&name, &imports, &BTreeMap::new()).run(&file);
+            out.push(model::FileModel {
+                path: name,
+                crds: m.crds,
+                ..Default::default()
+            });
+        }
+        proc_macro2::extra::invalidate_current_thread_spans();
+    }
+    out
+}
+
 /// Is this the directory of one of kube-rs's own library crates?
 fn is_kube_itself(root: &Path) -> bool {
     const KUBE_CRATES: &[&str] = &[
@@ -469,7 +512,7 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
     let unit_results: Vec<(Vec<Finding>, Vec<Note>, usize)> = pool.install(|| {
         relevant
             .par_iter()
-            .map(|(_, rs, yaml)| {
+            .map(|(root, rs, yaml)| {
                 let outcomes: Vec<(String, FileOutcome)> = rs
                     .par_iter()
                     .map(|p| (display(p), process_file(p, config, &needles)))
@@ -498,6 +541,7 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
                     }
                 }
                 let parsed = models.len();
+                models.extend(crd_context(root, rs));
                 let u = unit::Unit::new(models.iter().collect(), yaml_kinds, config);
                 findings.extend(rules::run_all(&u));
                 for (name, s) in &sups {
