@@ -355,6 +355,7 @@ impl<'a> Extractor<'a> {
     pub fn run(mut self, file: &syn::File) -> FileModel {
         let mut pre = PrePass { ex: &mut self };
         pre.visit_file(file);
+        self.model.consts = self.consts.iter().map(|(k, v)| (k.clone(), *v)).collect();
         self.visit_file(file);
         self.model
     }
@@ -929,14 +930,11 @@ impl<'a> Extractor<'a> {
                 let t = compact(&p.path);
                 if t.ends_with("Action::requeue") {
                     let arg = c.args.first()?;
-                    let secs = if compact(arg).contains("rand") || compact(arg).contains("jitter") {
-                        None
-                    } else {
-                        duration_secs(arg, &self.consts, &locals)
-                    };
+                    let (secs, unresolved) = self.const_duration(arg, &locals);
                     return Some(Requeue {
                         span: self.span(c.span()),
                         secs,
+                        unresolved,
                         conditional: false,
                         text: compact(c),
                     });
@@ -955,15 +953,33 @@ impl<'a> Extractor<'a> {
                     Expr::Call(c) if compact(&c.func) == "Some" => c.args.first()?,
                     _ => return None,
                 };
-                let secs = duration_secs(d, &self.consts, &locals);
+                let (secs, unresolved) = self.const_duration(d, &locals);
                 Some(Requeue {
                     span: self.span(f.span()),
                     secs,
+                    unresolved,
                     conditional: false,
                     text: compact(f),
                 })
             }
             _ => None,
+        }
+    }
+
+    /// A requeue duration in seconds if this file makes it a constant; otherwise its text for the
+    /// crate join, unless it is jittered (then it is deliberately not a constant).
+    fn const_duration(
+        &self,
+        arg: &Expr,
+        locals: &dyn Fn(&str) -> Option<Expr>,
+    ) -> (Option<f64>, Option<String>) {
+        let text = compact(arg);
+        if text.contains("rand") || text.contains("jitter") {
+            return (None, None);
+        }
+        match duration_secs(arg, &self.consts, locals) {
+            Some(s) => (Some(s), None),
+            None => (None, Some(text)),
         }
     }
 

@@ -8,6 +8,8 @@ use crate::finding::Span;
 pub struct FileModel {
     pub path: String,
     pub crds: Vec<CrdDecl>,
+    /// `const NAME: Duration|u64 = …` evaluated to seconds, for requeues in other files.
+    pub consts: Vec<(String, f64)>,
     pub fns: Vec<FnModel>,
     pub controllers: Vec<ControllerModel>,
     /// CA205 candidates: watcher streams consumed outside a Controller without a backoff.
@@ -142,6 +144,9 @@ pub struct Requeue {
     pub span: Span,
     /// Seconds when the duration is a constant; `None` when computed or jittered.
     pub secs: Option<f64>,
+    /// The duration expression when this file alone cannot evaluate it (it may name a const of
+    /// another file of the crate): the crate join tries again.
+    pub unresolved: Option<String>,
     /// Inside an `if`/`match` branch rather than unconditional.
     pub conditional: bool,
     pub text: String,

@@ -1,7 +1,7 @@
 //! The crate-level join: files of one crate (a unit) seen together, so that a reconcile in one
 //! file, the CRD type in another and a helper in a third are judged as one controller.
 
-use super::model::{FileModel, FnModel};
+use super::model::{FileModel, FnModel, Requeue};
 use crate::config::Config;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
@@ -53,6 +53,8 @@ pub struct Unit<'m> {
     pub yaml_kinds: HashMap<String, bool>,
     pub config: &'m Config,
     by_name: HashMap<&'m str, Vec<FnId>>,
+    /// Every file's consts, for durations that name a const of another file.
+    consts: HashMap<String, f64>,
 }
 
 impl<'m> Unit<'m> {
@@ -62,6 +64,10 @@ impl<'m> Unit<'m> {
         config: &'m Config,
     ) -> Self {
         let mut by_name: HashMap<&str, Vec<FnId>> = HashMap::new();
+        let consts = files
+            .iter()
+            .flat_map(|f| f.consts.iter().cloned())
+            .collect();
         for (fi, f) in files.iter().enumerate() {
             for (ni, func) in f.fns.iter().enumerate() {
                 by_name
@@ -75,11 +81,20 @@ impl<'m> Unit<'m> {
             yaml_kinds,
             config,
             by_name,
+            consts,
         }
     }
 
     pub fn func(&self, id: FnId) -> &'m FnModel {
         &self.files[id.0].fns[id.1]
+    }
+
+    /// A requeue's duration in seconds, with the crate's consts for what one file could not evaluate.
+    pub fn requeue_secs(&self, r: &Requeue) -> Option<f64> {
+        r.secs.or_else(|| {
+            let e: syn::Expr = syn::parse_str(r.unresolved.as_deref()?).ok()?;
+            crate::scan::eval::duration_secs(&e, &self.consts, &|_| None)
+        })
     }
 
     /// Resolves a called name from a file: same file first, then unique in the unit.

@@ -11,7 +11,9 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
             continue;
         }
         for r in &cx.unit.func(id).requeues {
-            let Some(secs) = r.secs else { continue };
+            let Some(secs) = cx.unit.requeue_secs(r) else {
+                continue;
+            };
             if secs >= limit {
                 continue;
             }

@@ -26,14 +26,16 @@ fn judge(cx: &Ctx<'_>, name: &str, returns: &[Option<Requeue>], out: &mut Vec<Fi
     if returns.is_empty() {
         return;
     }
-    let all_short_const = returns
-        .iter()
-        .all(|r| r.as_ref().and_then(|r| r.secs).is_some_and(|s| s < limit));
+    let all_short_const = returns.iter().all(|r| {
+        r.as_ref()
+            .and_then(|r| cx.unit.requeue_secs(r))
+            .is_some_and(|s| s < limit)
+    });
     if !all_short_const {
         return;
     }
     for r in returns.iter().flatten() {
-        let secs = r.secs.unwrap_or_default();
+        let secs = cx.unit.requeue_secs(r).unwrap_or_default();
         out.push(finding(
             "CA204",
             r.span.clone(),
