@@ -91,12 +91,11 @@ struct FnCtx {
     vars: HashMap<String, Var>,
     params: HashSet<String>,
     watcher_candidates: Vec<(Span, Option<String>, String)>,
-    stmts: Vec<String>,
 }
 
 /// The walk over one file.
 #[derive(Debug)]
-pub struct Extractor<'a> {
+pub struct Extractor<'a, 'ast> {
     path: &'a str,
     imports: &'a Imports,
     aliases: &'a std::collections::BTreeMap<String, String>,
@@ -114,7 +113,9 @@ pub struct Extractor<'a> {
     propagated: HashSet<(usize, usize)>,
     awaited: HashSet<(usize, usize)>,
     seen_chains: HashSet<(usize, usize)>,
-    stmt_stack: Vec<(String, Option<String>)>,
+    /// The statements being visited, innermost last: their text is rendered only for a watcher
+    /// candidate (CA205), not for every statement.
+    stmt_stack: Vec<&'ast Stmt>,
 }
 
 fn key(s: proc_macro2::Span) -> (usize, usize) {
@@ -321,7 +322,7 @@ fn volatile_in_tokens(
     None
 }
 
-impl<'a> Extractor<'a> {
+impl<'a, 'ast> Extractor<'a, 'ast> {
     pub fn new(
         path: &'a str,
         imports: &'a Imports,
@@ -352,7 +353,7 @@ impl<'a> Extractor<'a> {
     }
 
     /// Runs the pre-pass (consts, CRDs, `Api<K>` fields) and the main walk.
-    pub fn run(mut self, file: &syn::File) -> FileModel {
+    pub fn run(mut self, file: &'ast syn::File) -> FileModel {
         let mut pre = PrePass { ex: &mut self };
         pre.visit_file(file);
         self.model.consts = self.consts.iter().map(|(k, v)| (k.clone(), *v)).collect();
@@ -889,7 +890,7 @@ impl<'a> Extractor<'a> {
         ctx.model.uses_finalizer = body.contains("finalizer(&");
         // CA205: a watcher stream that is consumed here without a backoff anywhere on its way.
         if !ctx.watcher_candidates.is_empty() {
-            let stmts = &ctx.stmts;
+            let stmts = statement_texts(block);
             for (span, bound, stmt) in std::mem::take(&mut ctx.watcher_candidates) {
                 if has_backoff(&stmt) || hands_to_controller(&stmt) {
                     continue;
@@ -1110,6 +1111,22 @@ fn first_called_name(e: &Expr) -> Option<String> {
     f.0
 }
 
+/// The text of every statement of a function body, nested blocks and closures included, nested
+/// item functions (which are functions of their own) not.
+fn statement_texts(block: &syn::Block) -> Vec<String> {
+    struct S(Vec<String>);
+    impl<'ast> Visit<'ast> for S {
+        fn visit_stmt(&mut self, s: &'ast Stmt) {
+            self.0.push(compact(s));
+            visit::visit_stmt(self, s);
+        }
+        fn visit_item(&mut self, _: &'ast syn::Item) {}
+    }
+    let mut s = S(Vec::new());
+    s.visit_block(block);
+    s.0
+}
+
 /// Every value a function body can return: the tail (through if/match/blocks) and `return` exprs.
 fn collect_returns(block: &syn::Block) -> Vec<Expr> {
     fn tails(e: &Expr, out: &mut Vec<Expr>) {
@@ -1152,11 +1169,11 @@ fn collect_returns(block: &syn::Block) -> Vec<Expr> {
 }
 
 /// Collects what needs the whole file before the main walk: consts, CRD types, `Api<K>` fields.
-struct PrePass<'x, 'a> {
-    ex: &'x mut Extractor<'a>,
+struct PrePass<'x, 'a, 'ast> {
+    ex: &'x mut Extractor<'a, 'ast>,
 }
 
-impl<'ast> Visit<'ast> for PrePass<'_, '_> {
+impl<'ast> Visit<'ast> for PrePass<'_, '_, '_> {
     fn visit_item_const(&mut self, c: &'ast syn::ItemConst) {
         let v = number(&c.expr, &self.ex.consts)
             .or_else(|| duration_secs(&c.expr, &self.ex.consts, &|_| None));
@@ -1249,7 +1266,7 @@ fn is_test_code(attrs: &[syn::Attribute]) -> bool {
     })
 }
 
-impl<'ast> Visit<'ast> for Extractor<'_> {
+impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
     fn visit_item_mod(&mut self, m: &'ast syn::ItemMod) {
         if !is_test_code(&m.attrs) {
             visit::visit_item_mod(self, m);
@@ -1292,15 +1309,7 @@ impl<'ast> Visit<'ast> for Extractor<'_> {
     }
 
     fn visit_stmt(&mut self, s: &'ast Stmt) {
-        let text = compact(s);
-        let bound = match s {
-            Stmt::Local(l) => pat_ident(&l.pat),
-            _ => None,
-        };
-        if let Some(f) = self.fns.last_mut() {
-            f.stmts.push(text.clone());
-        }
-        self.stmt_stack.push((text, bound));
+        self.stmt_stack.push(s);
         visit::visit_stmt(self, s);
         self.stmt_stack.pop();
     }
@@ -1580,7 +1589,16 @@ impl<'ast> Visit<'ast> for Extractor<'_> {
             // CA205
             if self.is_kube_fn(&p.path, &["watcher", "metadata_watcher"]) {
                 let span = self.span(c.span());
-                let (stmt, bound) = self.stmt_stack.last().cloned().unwrap_or_default();
+                let (stmt, bound) = match self.stmt_stack.last() {
+                    Some(st) => {
+                        let bound = match st {
+                            Stmt::Local(l) => pat_ident(&l.pat),
+                            _ => None,
+                        };
+                        (compact(*st), bound)
+                    }
+                    None => (String::new(), None),
+                };
                 if let Some(f) = self.fns.last_mut() {
                     f.watcher_candidates.push((span, bound, stmt));
                 }
@@ -1697,7 +1715,7 @@ impl<'ast> Visit<'ast> for Extractor<'_> {
     }
 }
 
-impl Extractor<'_> {
+impl Extractor<'_, '_> {
     /// A call of a wrapper named in `[aliases]` counts as the kube call it wraps.
     fn handle_alias_call(&mut self, c: &syn::ExprCall, resolved: &str, last: &str) {
         let method = self
