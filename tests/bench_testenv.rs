@@ -4,11 +4,14 @@
 
 mod common;
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Output};
 
 use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{Api, ListParams, ObjectMeta, PostParams};
+use kube::api::{
+    Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, ObjectMeta, PostParams,
+};
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_kubectl-ctrlaudit");
@@ -65,53 +68,151 @@ async fn run_namespaces(client: &kube::Client, run_id: &str) -> Vec<String> {
         .collect()
 }
 
-#[tokio::test]
-async fn a_short_bench_shows_who_converges_loops_and_conflicts() {
-    let Some(env) = common::testenv("bench_short").await else {
-        return;
-    };
-    let out_dir = tempfile::tempdir().unwrap();
-    let args = [
-        "--variants",
-        "good,bad-annotation-loop,bad-status-on-main,good-update",
-        "--objects",
-        "40",
-        "--duration",
-        "25s",
-        // Another writer on a few objects: what makes replace_status conflict (and patch not).
-        "--churn",
-        "30",
-        "--probe",
-        "1s",
-        "--finalize-namespaces",
-        "-o",
-        "json",
-        "--output-dir",
-    ];
-    let mut all: Vec<&str> = args.to_vec();
-    all.push(out_dir.path().to_str().unwrap());
-    let out = tokio::task::spawn_blocking({
-        let kc = env.dir.join("kubeconfig");
-        let all: Vec<String> = all.iter().map(|s| s.to_string()).collect();
-        move || bench(&kc, &all.iter().map(String::as_str).collect::<Vec<_>>())
+/// Runs `bench ARGS -o json --output-dir DIR` on a blocking thread; returns the process output.
+async fn bench_json(env: &common::TestEnv, args: &[&str], dir: &Path) -> Output {
+    let kc = env.dir.join("kubeconfig");
+    let mut all: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    all.extend(["-o".into(), "json".into(), "--output-dir".into()]);
+    all.push(dir.to_str().unwrap().to_string());
+    tokio::task::spawn_blocking(move || {
+        bench(&kc, &all.iter().map(String::as_str).collect::<Vec<_>>())
     })
     .await
-    .unwrap();
-    let r = report(&out);
+    .unwrap()
+}
+
+fn assert_success(out: &Output) {
     assert_eq!(
         out.status.code(),
         Some(0),
         "stderr: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// Ready and total Widgets per namespace of a run, judged from the raw JSON the API server returns (what
+/// `kubectl get widgets -o json` prints), independently of the library's own Ready test.
+async fn listed_ready(client: &kube::Client, run_id: &str) -> BTreeMap<String, (u64, u64)> {
+    let ar = ApiResource::from_gvk(&GroupVersionKind::gvk(
+        "bench.ctrlaudit.io",
+        "v1alpha1",
+        "Widget",
+    ));
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
+    let list = api
+        .list(&ListParams::default().labels(&format!("ctrlaudit.io/bench-run={run_id}")))
+        .await
+        .unwrap();
+    let mut out: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    for w in list.items {
+        let ns = w.metadata.namespace.clone().unwrap();
+        let status = &w.data["status"];
+        let ready = status["phase"] == "Ready"
+            && status["observedGeneration"].as_i64() == w.metadata.generation;
+        let e = out.entry(ns).or_default();
+        e.0 += u64::from(ready);
+        e.1 += 1;
+    }
+    out
+}
+
+/// Convergence is what is asserted here, so the run waits for it (`--settle`, bounded) instead of hoping a
+/// fixed window is long enough on a loaded machine; the other writer (`--churn`) is what makes replace_status
+/// conflict, and merge patches not. `--keep` leaves the objects so that the report's Ready counts can be
+/// checked against a LIST of them.
+#[tokio::test]
+async fn good_variants_converge_beside_another_writer_and_ready_matches_a_list() {
+    let Some(env) = common::testenv("bench_good").await else {
+        return;
+    };
+    let out_dir = tempfile::tempdir().unwrap();
+    let args = [
+        "--variants",
+        "good,good-update",
+        "--objects",
+        "40",
+        "--duration",
+        "15s",
+        "--churn",
+        "30",
+        "--settle",
+        "180s",
+        "--probe",
+        "0s",
+        "--keep",
+        "--finalize-namespaces",
+    ];
+    let out = bench_json(&env, &args, out_dir.path()).await;
+    let r = report(&out);
+    assert_success(&out);
     assert_eq!(r["complete"], true);
+    let run_id = r["run_id"].as_str().unwrap().to_string();
+    assert!(r["cleanup_command"].as_str().unwrap().contains(&run_id));
 
     let good = variant(&r, "good");
     assert_eq!(good["ready"], good["expected"], "good converges: {good}");
+    assert_eq!(good["settled"], true, "good settles: {good}");
     assert_eq!(
         good["conflicts_409"], 0.0,
         "merge patches never conflict: {good}"
     );
+    let update = variant(&r, "good-update");
+    assert_eq!(update["ready"], update["expected"], "{update}");
+    assert_eq!(update["settled"], true, "{update}");
+    assert!(
+        update["conflicts_409"].as_f64().unwrap() > 0.0,
+        "replace_status against another writer conflicts: {update}"
+    );
+    let churn = &r["churn"];
+    assert!(churn["accepted"].as_u64().unwrap() > 0, "{churn}");
+    assert!(r["ended_s"].as_f64().unwrap() >= 15.0, "{}", r["ended_s"]);
+
+    // The report's Ready counts are what the API server holds once the run is over.
+    let listed = listed_ready(&env.client, &run_id).await;
+    for name in ["good", "good-update"] {
+        let ns = format!("ctrlaudit-bench-{run_id}-{name}");
+        let (ready, total) = listed.get(&ns).copied().unwrap_or_default();
+        assert_eq!(total, 40, "{ns}: {listed:?}");
+        assert_eq!(
+            Some(ready),
+            variant(&r, name)["ready"].as_u64(),
+            "{name}: the report's Ready differs from a LIST"
+        );
+    }
+
+    let kc = env.dir.join("kubeconfig");
+    let id = run_id.clone();
+    let out = tokio::task::spawn_blocking(move || {
+        bench(&kc, &["--cleanup", &id, "--finalize-namespaces"])
+    })
+    .await
+    .unwrap();
+    assert_success(&out);
+    assert!(run_namespaces(&env.client, &run_id).await.is_empty());
+}
+
+/// "Never converges" needs a window: the bad variants run for a fixed one.
+#[tokio::test]
+async fn bad_variants_loop_or_never_become_ready() {
+    let Some(env) = common::testenv("bench_bad").await else {
+        return;
+    };
+    let out_dir = tempfile::tempdir().unwrap();
+    let args = [
+        "--variants",
+        "bad-annotation-loop,bad-status-on-main",
+        "--objects",
+        "40",
+        "--duration",
+        "15s",
+        "--probe",
+        "1s",
+        "--finalize-namespaces",
+    ];
+    let out = bench_json(&env, &args, out_dir.path()).await;
+    let r = report(&out);
+    assert_success(&out);
+    assert_eq!(r["complete"], true);
 
     let bad_loop = variant(&r, "bad-annotation-loop");
     assert_eq!(bad_loop["settled"], false, "{bad_loop}");
@@ -137,17 +238,10 @@ async fn a_short_bench_shows_who_converges_loops_and_conflicts() {
         "{on_main}"
     );
 
-    let update = variant(&r, "good-update");
-    assert_eq!(update["ready"], update["expected"], "{update}");
-    assert!(
-        update["conflicts_409"].as_f64().unwrap() > 0.0,
-        "replace_status against another writer conflicts: {update}"
-    );
-
     assert!(r["ceiling"]["per_second"].as_f64().unwrap() > 0.0);
     for f in [
-        "good.csv",
         "bad-annotation-loop.csv",
+        "bad-status-on-main.csv",
         "variants.svg",
         "report.json",
     ] {
@@ -184,6 +278,9 @@ async fn tenant_designs_report_memory_tasks_and_watches_per_tenant() {
                 "8",
                 "--duration",
                 "8s",
+                // Every object Ready is asserted: wait for it (bounded) rather than trust 8 s.
+                "--settle",
+                "180s",
                 "--probe",
                 "0s",
                 "--finalize-namespaces",
@@ -206,6 +303,7 @@ async fn tenant_designs_report_memory_tasks_and_watches_per_tenant() {
     for (name, watches, controllers) in [("per-tenant", 4.0, 4.0), ("shared", 1.0, 1.0)] {
         let v = variant(&r, name);
         assert_eq!(v["ready"], 8, "{v}");
+        assert_eq!(v["settled"], true, "{v}");
         let t = &v["tenants"];
         assert_eq!(t["tenants"], 4, "{v}");
         assert_eq!(t["watches_open"], watches, "{v}");

@@ -46,6 +46,20 @@ pub struct BenchArgs {
     /// the window (default: 20 for experiment 3 and CA301, else 0).
     #[arg(long, value_name = "PER_SECOND", allow_hyphen_values = true)]
     pub churn: Option<f64>,
+    /// After the window, keep running and measuring until every variant has settled (no reconcile for 5 s,
+    /// nothing queued, no worker busy), for at most this long; 0s ends at the window. A variant that never
+    /// settles (a loop) runs to the limit and is reported as not settled.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "0s",
+        allow_hyphen_values = true
+    )]
+    pub settle: String,
+    /// Leave the run's namespaces and Widgets in place at the end (to inspect them with kubectl); the report
+    /// prints the command that removes them. Ctrl-C and errors still clean up.
+    #[arg(long)]
+    pub keep: bool,
     /// Length of the API server write-ceiling probe before the run; 0s skips it.
     #[arg(
         long,
@@ -121,6 +135,9 @@ pub struct Plan {
     pub work: Duration,
     pub tenants: u32,
     pub churn: f64,
+    /// How long past the window to wait for every variant to settle (zero: not at all).
+    pub settle: Duration,
+    pub keep: bool,
     pub probe: Duration,
     pub output_dir: Option<PathBuf>,
     pub finalize_namespaces: bool,
@@ -141,6 +158,7 @@ pub const MAX_OBJECTS: u64 = 100_000;
 pub const MAX_DURATION: Duration = Duration::from_secs(24 * 3600);
 pub const MAX_WORK: Duration = Duration::from_secs(60);
 pub const MAX_PROBE: Duration = Duration::from_secs(300);
+pub const MAX_SETTLE: Duration = Duration::from_secs(3600);
 pub const MAX_TENANTS: u32 = 2_000;
 pub const MAX_CHURN: f64 = 1_000.0;
 
@@ -340,6 +358,7 @@ impl BenchArgs {
         )?;
         let work = bounded("work", &self.work, Duration::ZERO, MAX_WORK)?;
         let probe = bounded("probe", &self.probe, Duration::ZERO, MAX_PROBE)?;
+        let settle = bounded("settle", &self.settle, Duration::ZERO, MAX_SETTLE)?;
         if kind == PlanKind::ProbeOnly && probe.is_zero() {
             return Err(usage(
                 "--rule CA403 is the write-ceiling probe: --probe 0s would measure nothing",
@@ -383,6 +402,8 @@ impl BenchArgs {
             work,
             tenants: self.tenants,
             churn,
+            settle,
+            keep: self.keep,
             probe,
             output_dir: self.output_dir.clone(),
             finalize_namespaces: self.finalize_namespaces,
@@ -454,6 +475,10 @@ mod tests {
             PlanKind::Speed
         );
         assert_eq!(plan(&["--rule", "CA202"]).expect("slug").slug, "rule-ca202");
+        let p = plan(&["--rule", "CA202"]).expect("defaults");
+        assert_eq!((p.settle, p.keep), (Duration::ZERO, false));
+        let p = plan(&["--rule", "CA202", "--settle", "2m", "--keep"]).expect("settle");
+        assert_eq!((p.settle, p.keep), (Duration::from_secs(120), true));
     }
 
     #[test]
@@ -474,5 +499,8 @@ mod tests {
         assert!(err(&["--rule", "CA201", "--churn", "-1"]).contains("--churn"));
         assert!(err(&["--rule", "CA201", "--tenants", "0"]).contains("--tenants"));
         assert!(err(&["--rule", "CA403", "--probe", "0s"]).contains("measure nothing"));
+        assert!(err(&["--rule", "CA201", "--settle", "-1s"]).contains("--settle"));
+        assert!(err(&["--rule", "CA201", "--settle", "2d"]).contains("--settle"));
+        assert!(err(&["--rule", "CA201", "--settle", "9h"]).contains("limit"));
     }
 }

@@ -43,6 +43,8 @@ pub struct BookConfig {
     pub duration: Duration,
     /// When the variants started (t = 0 in the CSVs).
     pub t0: std::time::Instant,
+    /// `--settle`: from this time on, tell the harness as soon as every variant has settled.
+    pub settle_after: Option<Duration>,
 }
 
 /// What the bookkeeper tells the harness while running.
@@ -50,6 +52,8 @@ pub struct BookConfig {
 pub enum BookEvent {
     /// The API server stopped answering (3 health checks in a row).
     ApiServerLost(String),
+    /// Past `settle_after`, every variant has settled (sent once).
+    AllSettled,
 }
 
 /// What the bookkeeper hands back when stopped.
@@ -189,6 +193,7 @@ async fn run(
     let mut health = tokio::time::interval(Duration::from_secs(2));
     let mut failures = 0u32;
     let mut last: HashMap<String, scrape::Snapshot> = HashMap::new();
+    let mut settled_sent = false;
     loop {
         tokio::select! {
             // Errors are retried by the watcher with backoff; the health check decides when the server is gone.
@@ -197,6 +202,14 @@ async fn run(
                 record(&cfg, &ready, &mut last, &mut result, &mut files).await;
                 bar.set_position(cfg.t0.elapsed().as_secs().min(cfg.duration.as_secs()));
                 bar.set_message(status_line(&cfg, &ready));
+                if !settled_sent
+                    && cfg.settle_after.is_some_and(|w| cfg.t0.elapsed() >= w)
+                    && all_settled(&result.rows)
+                {
+                    settled_sent = true;
+                    // The harness may be gone already: then nobody needs to know.
+                    let _ = events.send(BookEvent::AllSettled);
+                }
             }
             _ = health.tick() => {
                 let ok = tokio::time::timeout(Duration::from_secs(2), client.apiserver_version())
@@ -229,6 +242,12 @@ async fn run(
         _ => None,
     };
     Ok(result)
+}
+
+/// Every variant has rows spanning the settle window and is at rest at their end.
+fn all_settled(rows: &BTreeMap<String, Vec<Row>>) -> bool {
+    rows.values()
+        .all(|r| super::summary::at_end(r).is_some_and(|e| e.settled))
 }
 
 fn progress_bar(duration: Duration) -> ProgressBar {

@@ -453,6 +453,37 @@ impl CleanupReport {
     }
 }
 
+/// Ready and total Widgets per namespace of run `run_id`, from a LIST: what `kubectl get widgets` shows at this
+/// moment. The harness takes the end-of-run Ready count from here, after the variants stopped, rather than
+/// from its watch, which may still be catching up on a loaded machine.
+pub async fn ready_by_namespace(
+    client: &Client,
+    run_id: &str,
+) -> Result<BTreeMap<String, (u64, u64)>> {
+    let api: Api<Widget> = Api::all(client.clone());
+    let mut lp = ListParams::default()
+        .labels(&format!("{RUN_LABEL}={run_id}"))
+        .limit(500);
+    let mut out: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    loop {
+        let page = api
+            .list(&lp)
+            .await
+            .map_err(|e| explain(e, "list", "widgets.bench.ctrlaudit.io"))?;
+        for w in &page.items {
+            let e = out
+                .entry(w.metadata.namespace.clone().unwrap_or_default())
+                .or_default();
+            e.0 += u64::from(super::book::is_ready(w));
+            e.1 += 1;
+        }
+        match page.metadata.continue_.filter(|c| !c.is_empty()) {
+            Some(c) => lp = lp.continue_token(&c),
+            None => return Ok(out),
+        }
+    }
+}
+
 /// The exact commands that remove what run `run_id` left behind.
 pub fn cleanup_commands(run_id: &str) -> String {
     format!(

@@ -11,8 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, anyhow};
 use futures::StreamExt;
 use kube::Client;
-use kube::api::{Api, Patch, PatchParams, PostParams};
-use serde_json::json;
+use kube::api::{Api, PostParams};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -26,7 +25,7 @@ use super::instrument::{StopHandle, VariantCtx, VariantOptions};
 use super::report::{ApiServer, BenchReport, Bookkeeping, Method, Speed};
 use super::summary::{self, Meta};
 use super::widget::Widget;
-use super::{chart, endpoint, probe, variants};
+use super::{chart, churn, endpoint, probe, variants};
 use crate::cli::GlobalArgs;
 
 /// Requests in flight while creating objects: enough to keep one API server busy, not to drown it.
@@ -69,7 +68,7 @@ struct State {
     in_process: Vec<InProcess>,
     children: Vec<ChildVariant>,
     book: Option<Book>,
-    churn: Option<(watch::Sender<bool>, JoinHandle<u64>)>,
+    churn: Option<churn::Churn>,
     report: BenchReport,
 }
 
@@ -141,6 +140,7 @@ pub async fn run(g: &GlobalArgs, plan: &Plan) -> Result<BenchReport> {
             },
             objects_per_variant: plan.objects,
             duration_s: plan.duration.as_secs_f64(),
+            settle_s: plan.settle.as_secs_f64(),
             work_ms: plan.work.as_secs_f64() * 1000.0,
             churn_per_s: plan.churn,
             tenants: plan
@@ -187,7 +187,14 @@ pub async fn run(g: &GlobalArgs, plan: &Plan) -> Result<BenchReport> {
         .incomplete_reason
         .as_deref()
         .is_some_and(|r| r.contains("API server"));
-    if !st.namespaces.is_empty() || st.crd == Some(CrdOrigin::InstalledByRun) {
+    let keep = plan.keep && outcome.is_ok() && st.report.complete;
+    if keep && !st.namespaces.is_empty() {
+        st.report.notes.push(format!(
+            "--keep: the run's {} namespaces and their Widgets were left in place",
+            st.namespaces.len()
+        ));
+        st.report.cleanup_command = Some(cluster::cleanup_commands(&run_id));
+    } else if !st.namespaces.is_empty() || st.crd == Some(CrdOrigin::InstalledByRun) {
         eprintln!("cleaning up run {run_id}…");
         if lost {
             wait_for_apiserver(&admin, Duration::from_secs(30)).await;
@@ -398,6 +405,7 @@ async fn execute(
         output_dir: output_dir.to_path_buf(),
         duration: plan.duration,
         t0,
+        settle_after: (!plan.settle.is_zero()).then_some(plan.duration),
     })?);
     if plan.churn > 0.0 {
         let namespaces: Vec<String> = layouts
@@ -406,7 +414,7 @@ async fn execute(
             .flat_map(|l| l.namespaces.clone())
             .collect();
         let hot = plan.objects.min(3);
-        st.churn = Some(start_churn(
+        st.churn = Some(churn::start(
             admin.clone(),
             namespaces,
             hot,
@@ -415,10 +423,12 @@ async fn execute(
         ));
     }
     let cpu0 = super::sysinfo::process_cpu();
+    let mut settled_at = None;
     let stopped_early = {
         let book = st.book.as_mut().context("the bookkeeper is not running")?;
         tokio::select! {
-            _ = tokio::time::sleep(plan.duration) => None,
+            // With --settle the bookkeeper ends the run earlier, as soon as everything is at rest.
+            _ = tokio::time::sleep(plan.duration + plan.settle) => None,
             _ = int.wait_for(|v| *v) => Some(format!(
                 "interrupted (Ctrl-C) after {:.0}s of the {}s window",
                 t0.elapsed().as_secs_f64(),
@@ -429,16 +439,37 @@ async fn execute(
                     "the API server went away after {:.0}s ({why}); figures cover the time before",
                     t0.elapsed().as_secs_f64()
                 )),
+                Some(BookEvent::AllSettled) => {
+                    settled_at = Some(t0.elapsed());
+                    None
+                }
                 None => Some("the bookkeeper stopped early".to_string()),
             },
         }
     };
+    st.report.ended_s = t0.elapsed().as_secs_f64();
+    if !plan.settle.is_zero() && stopped_early.is_none() {
+        st.report.notes.push(match settled_at {
+            Some(t) => format!(
+                "every variant settled {:.1}s after the {} window (--settle {})",
+                t.saturating_sub(plan.duration).as_secs_f64(),
+                fmt_duration(plan.duration),
+                fmt_duration(plan.settle)
+            ),
+            None => format!(
+                "not every variant settled within --settle {} after the window",
+                fmt_duration(plan.settle)
+            ),
+        });
+    }
     if let Some((stop, task)) = st.churn.take() {
         let _ = stop.send(true);
-        if let Ok(Ok(writes)) = tokio::time::timeout(Duration::from_secs(5), task).await {
+        if let Ok(Ok(c)) = tokio::time::timeout(Duration::from_secs(5), task).await {
             st.report.notes.push(format!(
-                "another writer (the harness) changed spec.count {writes} times on 3 objects per namespace during the first 3/4 of the window"
+                "another writer (the harness) merge-patched spec.count of 3 objects per namespace during the first 3/4 of the window: {} writes accepted of {} sent, at most one in flight per object ({} arrivals skipped while that object's previous write had not returned)",
+                c.accepted, c.sent, c.skipped
             ));
+            st.report.churn = Some(c);
         }
     }
     // The bookkeeper's last scrape sees the variants still running: stop it first.
@@ -451,6 +482,17 @@ async fn execute(
         _ => None,
     };
     stop_all(st).await;
+    // Ready at the end is what a LIST shows once the variants have stopped (what `kubectl get widgets` would
+    // show): the watch behind the per-second series may still be catching up on a loaded machine.
+    let listed = match cluster::ready_by_namespace(admin, &run_id).await {
+        Ok(l) => Some(l),
+        Err(e) => {
+            st.report.notes.push(format!(
+                "Ready at the end is the watch's last count: listing the Widgets failed ({e:#})"
+            ));
+            None
+        }
+    };
 
     let ceiling = st.report.ceiling.as_ref().map(|c| c.per_second);
     for l in &layouts {
@@ -472,7 +514,23 @@ async fn execute(
             ceiling_per_s: ceiling,
             scrape_errors: result.scrape_errors.get(l.spec.name).copied().unwrap_or(0),
         };
-        st.report.variants.push(summary::summarise(&meta, rows));
+        let mut s = summary::summarise(&meta, rows);
+        if let Some(listed) = &listed {
+            let ready: u64 = l
+                .namespaces
+                .iter()
+                .filter_map(|ns| listed.get(ns))
+                .map(|(ready, _)| ready)
+                .sum();
+            if ready != s.ready {
+                st.report.notes.push(format!(
+                    "{}: {ready} Ready by a LIST after the variants stopped, {} by the watch's last count",
+                    s.name, s.ready
+                ));
+            }
+            s.ready = ready;
+        }
+        st.report.variants.push(s);
     }
     let scrapes: u64 = result.rows.values().map(|r| r.len() as u64).sum();
     let cpu_s = result.cpu.map_or(0.0, |c| c.as_secs_f64());
@@ -595,88 +653,6 @@ async fn stop_all(st: &mut State) {
     }
     let children = std::mem::take(&mut st.children);
     futures::future::join_all(children.into_iter().map(ChildVariant::stop)).await;
-}
-
-/// Another writer: merge-patches `spec.count` of one of the first `hot` objects of a namespace, `rate` times a
-/// second per namespace on average, at random (Poisson) moments, until `until` has passed or it is stopped.
-/// Random timing matters: a writer on a fixed period never lands inside a reconcile it just triggered, and
-/// real writers (users, other controllers) do. Returns the writes done.
-fn start_churn(
-    client: Client,
-    namespaces: Vec<String>,
-    hot: u64,
-    rate: f64,
-    until: Duration,
-) -> (watch::Sender<bool>, JoinHandle<u64>) {
-    let (tx, mut rx) = watch::channel(false);
-    let task = tokio::spawn(async move {
-        if namespaces.is_empty() || hot == 0 {
-            return 0;
-        }
-        let total_rate = rate * namespaces.len() as f64;
-        let deadline = tokio::time::Instant::now() + until;
-        let apis: Vec<Api<Widget>> = namespaces
-            .iter()
-            .map(|ns| Api::namespaced(client.clone(), ns))
-            .collect();
-        let mut rng = Rng::seeded();
-        let mut writes = 0u64;
-        loop {
-            let gap = Duration::from_secs_f64(-(1.0 - rng.unit()).ln() / total_rate);
-            tokio::select! {
-                _ = tokio::time::sleep(gap) => {}
-                _ = rx.wait_for(|v| *v) => break,
-            }
-            if tokio::time::Instant::now() >= deadline {
-                break;
-            }
-            let api = apis[rng.below(apis.len() as u64) as usize].clone();
-            let obj = rng.below(hot);
-            writes += 1;
-            let body = json!({ "spec": { "count": 1_000_000 + writes } });
-            // Fire and forget: another writer does not wait for the previous write to finish.
-            tokio::spawn(async move {
-                let _ = api
-                    .patch(
-                        &format!("w-{obj:05}"),
-                        &PatchParams::default(),
-                        &Patch::Merge(&body),
-                    )
-                    .await;
-            });
-        }
-        writes
-    });
-    (tx, task)
-}
-
-/// xorshift64*: enough randomness for arrival times, without a dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn seeded() -> Self {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(0x9e37_79b9_7f4a_7c15);
-        Self(nanos | 1)
-    }
-
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    /// Uniform in [0, 1).
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
 }
 
 /// `--experiment speed`: N Widgets three ways, side by side on the same API server.
@@ -838,16 +814,6 @@ pub async fn cleanup_only(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn rng_is_uniform_enough() {
-        let mut r = Rng(42);
-        let xs: Vec<f64> = (0..10_000).map(|_| r.unit()).collect();
-        let mean = xs.iter().sum::<f64>() / xs.len() as f64;
-        assert!((mean - 0.5).abs() < 0.02, "{mean}");
-        assert!(xs.iter().all(|x| (0.0..1.0).contains(x)));
-        assert!((0..1000).all(|_| r.below(3) < 3));
-    }
 
     #[test]
     fn run_ids_are_short_hex() {

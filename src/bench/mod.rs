@@ -10,6 +10,7 @@ pub mod book;
 pub mod catalog;
 pub mod chart;
 pub mod child;
+pub mod churn;
 pub mod client;
 pub mod cluster;
 pub mod csv;

@@ -3,6 +3,7 @@
 
 use serde::Serialize;
 
+use super::churn::ChurnCount;
 use super::cluster::{CleanupReport, Creation};
 use super::probe::Ceiling;
 use super::summary::{VariantSummary, compact, requests_text};
@@ -18,8 +19,14 @@ pub struct BenchReport {
     pub apiserver: ApiServer,
     pub objects_per_variant: u64,
     pub duration_s: f64,
+    /// `--settle`: how long past the window it could wait for every variant to settle (0: not at all).
+    pub settle_s: f64,
+    /// When the measurement ended, in seconds after the variants started: the window, or later with --settle.
+    pub ended_s: f64,
     pub work_ms: f64,
     pub churn_per_s: f64,
+    /// What the other writer did (`--churn`).
+    pub churn: Option<ChurnCount>,
     pub tenants: Option<u32>,
     pub ceiling: Option<Ceiling>,
     pub creation: Option<Creation>,
@@ -103,11 +110,19 @@ impl BenchReport {
             self.title, self.run_id
         );
         out.push_str(&format!(
-            "API server {} {}; {} objects per variant, window {:.0}s, work {:.0}ms{}\n",
+            "API server {} {}; {} objects per variant, window {:.0}s{}, work {:.0}ms{}\n",
             self.apiserver.url,
             self.apiserver.version,
             self.objects_per_variant,
             self.duration_s,
+            if self.settle_s > 0.0 {
+                format!(
+                    " (+{:.1}s to settle)",
+                    (self.ended_s - self.duration_s).max(0.0)
+                )
+            } else {
+                String::new()
+            },
             self.work_ms,
             if self.churn_per_s > 0.0 {
                 format!(", churn {}/s per namespace", self.churn_per_s)

@@ -90,6 +90,32 @@ fn requests_by_verb(s: &Snapshot) -> BTreeMap<String, f64> {
     out
 }
 
+/// How a variant ends, judged from its rows so far.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AtEnd {
+    /// Reconciles per second over the last [`SETTLE_WINDOW_S`] seconds.
+    pub reconciles_per_s: f64,
+    /// No reconcile finished in the last [`SETTLE_WINDOW_S`] seconds, nothing is queued and no worker is busy.
+    pub settled: bool,
+}
+
+/// Compares the last scraped row with the first scraped row of the last [`SETTLE_WINDOW_S`] seconds (half a
+/// second of slack for tick jitter); `None` while the rows do not span that long yet. A worker still busy
+/// counts as not settled: a reconcile stuck in a request that never returns finishes nothing and queues
+/// nothing, and is not at rest.
+pub fn at_end(rows: &[Row]) -> Option<AtEnd> {
+    let last = rows.iter().rev().find(|r| r.scraped)?;
+    let earlier = rows
+        .iter()
+        .rev()
+        .find(|r| r.scraped && last.t - r.t >= SETTLE_WINDOW_S - 0.5)?;
+    let delta = last.snap.reconciles_total() - earlier.snap.reconciles_total();
+    Some(AtEnd {
+        reconciles_per_s: delta / (last.t - earlier.t).max(1e-9),
+        settled: delta == 0.0 && last.snap.depth == 0.0 && last.snap.active_workers == 0.0,
+    })
+}
+
 /// Summarises a variant's rows.
 pub fn summarise(meta: &Meta, rows: &[Row]) -> VariantSummary {
     let mut out = VariantSummary {
@@ -136,16 +162,9 @@ pub fn summarise(meta: &Meta, rows: &[Row]) -> VariantSummary {
         .ceiling_per_s
         .filter(|c| *c > 0.0)
         .map(|c| out.writes_per_s_peak / c);
-    // Settled: compare with the first scraped row of the last SETTLE_WINDOW_S seconds (half a second of
-    // slack for tick jitter), provided the window is that long.
-    let earlier = rows
-        .iter()
-        .rev()
-        .find(|r| r.scraped && last.t - r.t >= SETTLE_WINDOW_S - 0.5);
-    if let Some(e) = earlier {
-        let delta = out.reconciles_total - e.snap.reconciles_total();
-        out.reconciles_per_s_at_end = delta / (last.t - e.t).max(1e-9);
-        out.settled = delta == 0.0 && s.depth == 0.0;
+    if let Some(end) = at_end(rows) {
+        out.reconciles_per_s_at_end = end.reconciles_per_s;
+        out.settled = end.settled;
     }
     if let Some(tenants) = meta.tenants {
         let t = tenants.max(1) as f64;
@@ -269,6 +288,36 @@ mod tests {
         assert!(!s.settled);
         assert!((s.reconciles_per_s_at_end - 40.0).abs() < 1e-9);
         assert_eq!(s.converged_s, Some(0.0));
+    }
+
+    /// The shape of the failure issue 8 chased: three reconciles stuck in a write that never returns, their
+    /// objects' next triggers held behind them, no reconcile finishing for the rest of the window.
+    #[test]
+    fn workers_stuck_in_a_request_are_not_settled() {
+        let rows: Vec<Row> = (0..12)
+            .map(|i| {
+                let mut r = row(f64::from(i), 37, 44.0, 44.0, 0.0);
+                r.snap.active_workers = 3.0;
+                r
+            })
+            .collect();
+        assert_eq!(
+            at_end(&rows),
+            Some(AtEnd {
+                reconciles_per_s: 0.0,
+                settled: false
+            })
+        );
+        let mut idle = rows.clone();
+        for r in &mut idle {
+            r.snap.active_workers = 0.0;
+        }
+        assert!(at_end(&idle).is_some_and(|e| e.settled));
+        assert_eq!(
+            at_end(&rows[..3]),
+            None,
+            "3 s of rows cannot show 5 s at rest"
+        );
     }
 
     #[test]
