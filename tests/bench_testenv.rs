@@ -146,8 +146,6 @@ async fn good_variants_converge_beside_another_writer_and_ready_matches_a_list()
     let r = report(&out);
     assert_success(&out);
     assert_eq!(r["complete"], true);
-    let run_id = r["run_id"].as_str().unwrap().to_string();
-    assert!(r["cleanup_command"].as_str().unwrap().contains(&run_id));
 
     let good = variant(&r, "good");
     assert_eq!(good["ready"], good["expected"], "good converges: {good}");
@@ -167,19 +165,29 @@ async fn good_variants_converge_beside_another_writer_and_ready_matches_a_list()
     assert!(churn["accepted"].as_u64().unwrap() > 0, "{churn}");
     assert!(r["ended_s"].as_f64().unwrap() >= 15.0, "{}", r["ended_s"]);
 
-    // The report's Ready counts are what the API server holds once the run is over.
+    ready_matches_a_list_then_clean_up(&env, &r, &["good", "good-update"]).await;
+}
+
+/// The report's Ready counts are what the API server holds once the run is over (`--keep` left the objects);
+/// then `bench --cleanup` removes the run.
+async fn ready_matches_a_list_then_clean_up(env: &common::TestEnv, r: &Value, names: &[&str]) {
+    let run_id = r["run_id"].as_str().unwrap().to_string();
+    assert!(r["cleanup_command"].as_str().unwrap().contains(&run_id));
     let listed = listed_ready(&env.client, &run_id).await;
-    for name in ["good", "good-update"] {
+    for name in names {
         let ns = format!("ctrlaudit-bench-{run_id}-{name}");
         let (ready, total) = listed.get(&ns).copied().unwrap_or_default();
-        assert_eq!(total, 40, "{ns}: {listed:?}");
+        assert_eq!(
+            Some(total),
+            variant(r, name)["expected"].as_u64(),
+            "{ns}: {listed:?}"
+        );
         assert_eq!(
             Some(ready),
-            variant(&r, name)["ready"].as_u64(),
+            variant(r, name)["ready"].as_u64(),
             "{name}: the report's Ready differs from a LIST"
         );
     }
-
     let kc = env.dir.join("kubeconfig");
     let id = run_id.clone();
     let out = tokio::task::spawn_blocking(move || {
@@ -207,6 +215,7 @@ async fn bad_variants_loop_or_never_become_ready() {
         "15s",
         "--probe",
         "1s",
+        "--keep",
         "--finalize-namespaces",
     ];
     let out = bench_json(&env, &args, out_dir.path()).await;
@@ -247,15 +256,9 @@ async fn bad_variants_loop_or_never_become_ready() {
     ] {
         assert!(out_dir.path().join(f).is_file(), "{f} missing");
     }
-    // Everything it created is gone (testenv has no namespace controller: --finalize-namespaces).
-    let run_id = r["run_id"].as_str().unwrap();
-    assert!(run_namespaces(&env.client, run_id).await.is_empty());
-    assert_eq!(
-        r["cleanup"]["errors"].as_array().unwrap().len(),
-        0,
-        "{}",
-        r["cleanup"]
-    );
+    // A loop reaches some objects and not others: a count worth checking against the objects themselves.
+    ready_matches_a_list_then_clean_up(&env, &r, &["bad-annotation-loop", "bad-status-on-main"])
+        .await;
 }
 
 #[tokio::test]
@@ -317,6 +320,16 @@ async fn tenant_designs_report_memory_tasks_and_watches_per_tenant() {
         per["tasks"].as_f64().unwrap() > shared["tasks"].as_f64().unwrap(),
         "one controller per tenant runs more tasks: {per} vs {shared}"
     );
+    // Everything it created is gone (testenv has no namespace controller: --finalize-namespaces).
+    let run_id = r["run_id"].as_str().unwrap();
+    assert!(run_namespaces(&env.client, run_id).await.is_empty());
+    assert_eq!(
+        r["cleanup"]["errors"].as_array().unwrap().len(),
+        0,
+        "{}",
+        r["cleanup"]
+    );
+    assert!(r["cleanup_command"].is_null(), "{}", r["cleanup_command"]);
 }
 
 #[tokio::test]
