@@ -2,6 +2,7 @@
 
 use crate::config::Config;
 use crate::finding::Severity;
+use crate::output;
 use crate::report::{self, Format, Report};
 use crate::rules::{self, RULES};
 use crate::scan::{self, ScanOptions};
@@ -263,7 +264,7 @@ pub fn emit(
         color: use_color(g.color),
     };
     let text = report::render(g.output, &report)?;
-    print!("{text}");
+    output::print(&text).context("writing the report to stdout")?;
     report.color = false;
     for (format, path) in outputs {
         let text = report::render(*format, &report)?;
@@ -279,16 +280,18 @@ fn run_rules(g: &GlobalArgs, a: &RulesArgs) -> Result<u8> {
                 format!("unknown rule {code:?} (see `kubectl ctrlaudit rules`)")
             })?;
             match g.output {
-                Format::Json => println!("{}", serde_json::to_string_pretty(&rule_json(rule))?),
-                _ => print!("{}", rule.doc()),
+                Format::Json => {
+                    output::println(&serde_json::to_string_pretty(&rule_json(rule))?)?;
+                }
+                _ => output::print(rule.doc())?,
             }
         }
         None => match g.output {
             Format::Json => {
                 let all: Vec<_> = RULES.iter().map(rule_json).collect();
-                println!("{}", serde_json::to_string_pretty(&all)?);
+                output::println(&serde_json::to_string_pretty(&all)?)?;
             }
-            _ => print!("{}", rules_table()),
+            _ => output::print(&rules_table())?,
         },
     }
     Ok(exit::CLEAN)

@@ -5,6 +5,7 @@ pub mod cli;
 pub mod config;
 pub mod finding;
 pub mod live;
+pub mod output;
 pub mod report;
 pub mod rules;
 pub mod scan;

@@ -271,3 +271,39 @@ pub async fn reconcile(obj: Arc<Widget>, ctx: Arc<Ctx>) -> Result<Action, Error>
         .collect();
     assert_eq!(codes, vec!["CA101"], "{v}");
 }
+
+/// Runs the binary with a stdout whose reader is already gone, as `… | head -1` leaves it once head has
+/// read its line.
+fn run_into_closed_pipe(args: &[&str]) -> Output {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    bin()
+        .args(args)
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+        .wait_with_output()
+        .unwrap()
+}
+
+#[test]
+fn a_closed_stdout_ends_quietly_with_the_results_status() {
+    let bad =
+        "fixtures/scan/CA202-volatile-value-written-every-reconcile/bad_annotation_timestamp.rs";
+    for (args, code) in [
+        (vec!["rules"], 0),
+        (vec!["rules", "CA202"], 0),
+        (vec!["-o", "json", "rules"], 0),
+        (vec!["bench", "--list"], 0),
+        // A finding still fails the command: a CI step with `set -o pipefail` must not go green.
+        (vec!["scan", bad, "--color", "never"], 1),
+        (vec!["scan", bad, "-o", "sarif"], 1),
+    ] {
+        let o = run_into_closed_pipe(&args);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(code), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert!(!stderr.contains("error"), "{args:?}: {stderr}");
+    }
+}

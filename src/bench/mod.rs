@@ -31,6 +31,7 @@ pub use args::BenchArgs;
 use anyhow::{Context, Result};
 
 use crate::cli::{GlobalArgs, exit};
+use crate::output;
 use crate::report::Format;
 use args::{Internal, UsageError};
 
@@ -48,7 +49,7 @@ pub fn run(g: &GlobalArgs, a: &BenchArgs) -> Result<u8> {
         None => {}
     }
     if a.list {
-        print!("{}", catalog::listing());
+        output::print(&catalog::listing())?;
         return Ok(exit::CLEAN);
     }
     let json = match g.output {
@@ -74,9 +75,9 @@ pub fn run(g: &GlobalArgs, a: &BenchArgs) -> Result<u8> {
             match rt.block_on(harness::cleanup_only(g, run_id, a.finalize_namespaces)) {
                 Ok(r) => {
                     if json {
-                        println!("{}", serde_json::to_string_pretty(&r)?);
+                        output::println(&serde_json::to_string_pretty(&r)?)?;
                     } else {
-                        println!(
+                        output::println(&format!(
                             "run {run_id}: deleted {} namespaces{}{}",
                             r.namespaces_deleted.len(),
                             if r.crd_deleted {
@@ -89,7 +90,7 @@ pub fn run(g: &GlobalArgs, a: &BenchArgs) -> Result<u8> {
                             } else {
                                 format!("; still Terminating: {}", r.terminating.join(", "))
                             }
-                        );
+                        ))?;
                         for e in &r.errors {
                             eprintln!("cleanup: {e}");
                         }
@@ -120,9 +121,9 @@ pub fn run(g: &GlobalArgs, a: &BenchArgs) -> Result<u8> {
     match result {
         Ok(report) => {
             if json {
-                println!("{}", serde_json::to_string_pretty(&report)?);
+                output::println(&serde_json::to_string_pretty(&report)?)?;
             } else {
-                print!("{}", report.render_table());
+                output::print(&report.render_table())?;
             }
             if !report.complete {
                 eprintln!(
