@@ -83,12 +83,13 @@ pub fn start(
             .iter()
             .map(|ns| Api::namespaced(client.clone(), ns))
             .collect();
-        let mut rng = Rng::seeded();
+        let mut rng = fastrand::Rng::new();
         let mut writes: JoinSet<bool> = JoinSet::new();
         let mut in_flight = InFlight::default();
         let mut stopped = false;
         loop {
-            let gap = Duration::from_secs_f64(-(1.0 - rng.unit()).ln() / total_rate);
+            // Exponential gaps: a Poisson process of `total_rate` arrivals per second.
+            let gap = Duration::from_secs_f64(-(1.0 - rng.f64()).ln() / total_rate);
             tokio::select! {
                 _ = tokio::time::sleep(gap) => {}
                 _ = rx.wait_for(|v| *v) => { stopped = true; break; }
@@ -99,7 +100,7 @@ pub fn start(
             if tokio::time::Instant::now() >= deadline {
                 break;
             }
-            let key = (rng.below(apis.len() as u64) as usize, rng.below(hot));
+            let key = (rng.usize(..apis.len()), rng.u64(..hot));
             if !in_flight.claim(key) {
                 count.skipped += 1;
                 continue;
@@ -142,48 +143,9 @@ fn settle(
     }
 }
 
-/// xorshift64*: enough randomness for arrival times, without a dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn seeded() -> Self {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(0x9e37_79b9_7f4a_7c15);
-        Self(nanos | 1)
-    }
-
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    /// Uniform in [0, 1).
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn rng_is_uniform_enough() {
-        let mut r = Rng(42);
-        let xs: Vec<f64> = (0..10_000).map(|_| r.unit()).collect();
-        let mean = xs.iter().sum::<f64>() / xs.len() as f64;
-        assert!((mean - 0.5).abs() < 0.02, "{mean}");
-        assert!(xs.iter().all(|x| (0.0..1.0).contains(x)));
-        assert!((0..1000).all(|_| r.below(3) < 3));
-    }
 
     #[tokio::test]
     async fn one_write_in_flight_per_object() {
