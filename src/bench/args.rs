@@ -162,70 +162,12 @@ pub const MAX_SETTLE: Duration = Duration::from_secs(3600);
 pub const MAX_TENANTS: u32 = 2_000;
 pub const MAX_CHURN: f64 = 1_000.0;
 
-/// Parses `90s`, `1m30s`, `1.5m`, `500ms`, `2h`, `0`; a bare number is seconds.
+/// Parses a duration flag (the grammar of [`crate::duration`]); the error names the flag.
 pub fn parse_duration(flag: &str, text: &str) -> Result<Duration, UsageError> {
-    let t = text.trim();
-    let bad = |why: &str| {
-        usage(format!(
-            "--{flag} {text:?}: {why} (expected e.g. 500ms, 30s, 2m, 1h)"
-        ))
-    };
-    if t.is_empty() {
-        return Err(bad("empty"));
-    }
-    if t.starts_with('-') {
-        return Err(bad("a duration cannot be negative"));
-    }
-    if let Ok(secs) = t.parse::<f64>() {
-        return Duration::try_from_secs_f64(secs).map_err(|_| bad("not a finite duration"));
-    }
-    let mut total = 0f64;
-    let mut rest = t;
-    while !rest.is_empty() {
-        let num_len = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .ok_or_else(|| bad("missing a unit"))?;
-        if num_len == 0 {
-            return Err(bad("expected a number"));
-        }
-        let (num, tail) = rest.split_at(num_len);
-        let value: f64 = num.parse().map_err(|_| bad("not a number"))?;
-        let unit_len = tail
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(tail.len());
-        let (unit, next) = tail.split_at(unit_len);
-        let scale = match unit {
-            "ns" => 1e-9,
-            "us" | "µs" => 1e-6,
-            "ms" => 1e-3,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            _ => return Err(bad(&format!("unknown unit {unit:?}"))),
-        };
-        total += value * scale;
-        rest = next;
-    }
-    Duration::try_from_secs_f64(total).map_err(|_| bad("not a finite duration"))
+    crate::duration::parse(text).map_err(|e| usage(format!("--{flag} {e}")))
 }
 
-/// Formats a duration the way the flags take it: `60s`, `1m30s`, `10ms`, `1.5s`.
-pub fn fmt_duration(d: Duration) -> String {
-    let ms = d.as_millis();
-    if ms < 1000 {
-        return format!("{ms}ms");
-    }
-    let s = d.as_secs_f64();
-    if s.fract() > 0.0 && s < 60.0 {
-        return format!("{s:.1}s");
-    }
-    let whole = d.as_secs();
-    match (whole / 60, whole % 60) {
-        (0, s) => format!("{s}s"),
-        (m, 0) => format!("{m}m"),
-        (m, s) => format!("{m}m{s}s"),
-    }
-}
+pub use crate::duration::format as fmt_duration;
 
 fn bounded(flag: &str, text: &str, min: Duration, max: Duration) -> Result<Duration, UsageError> {
     let d = parse_duration(flag, text)?;
@@ -433,24 +375,15 @@ mod tests {
     }
 
     #[test]
-    fn durations() {
-        let p = |s| parse_duration("d", s);
-        assert_eq!(p("60s").ok(), Some(Duration::from_secs(60)));
-        assert_eq!(p("1m30s").ok(), Some(Duration::from_secs(90)));
-        assert_eq!(p("1.5m").ok(), Some(Duration::from_secs(90)));
-        assert_eq!(p("10ms").ok(), Some(Duration::from_millis(10)));
-        assert_eq!(p("2h").ok(), Some(Duration::from_secs(7200)));
-        assert_eq!(p("45").ok(), Some(Duration::from_secs(45)));
-        assert_eq!(p("0").ok(), Some(Duration::ZERO));
-        assert!(p("-5s").is_err());
-        assert!(p("5 parsecs").is_err());
-        assert!(p("s").is_err());
-        assert!(p("").is_err());
-        assert!(p("1e400").is_err());
-        assert_eq!(fmt_duration(Duration::from_secs(90)), "1m30s");
-        assert_eq!(fmt_duration(Duration::from_millis(10)), "10ms");
-        assert_eq!(fmt_duration(Duration::from_secs(60)), "1m");
-        assert_eq!(fmt_duration(Duration::from_millis(1500)), "1.5s");
+    fn duration_errors_name_the_flag() {
+        let e = parse_duration("work", "5 parsecs")
+            .expect_err("not a duration")
+            .0;
+        assert!(e.starts_with("--work \"5 parsecs\": unknown unit"), "{e}");
+        assert_eq!(
+            parse_duration("work", "10ms").ok(),
+            Some(Duration::from_millis(10))
+        );
     }
 
     #[test]

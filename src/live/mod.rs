@@ -33,7 +33,7 @@ pub struct LiveArgs {
     #[arg(short = 'A', long = "all-namespaces")]
     pub all_namespaces: bool,
     /// How long to watch: 60s, 2m, 1m30s, 500ms.
-    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    #[arg(long, default_value = "60s", value_parser = crate::duration::parse_arg)]
     pub duration: Duration,
     /// Only this custom resource type (plural, kind or plural.group); repeatable. Default: all.
     #[arg(long = "resource", value_name = "TYPE")]
@@ -69,63 +69,11 @@ pub struct LiveArgs {
     #[arg(long = "write-ceiling", value_name = "WRITES_PER_SEC")]
     pub write_ceiling: Option<f64>,
     /// How often the controllers' /metrics are scraped.
-    #[arg(long = "scrape-interval", default_value = "5s", value_parser = parse_duration)]
+    #[arg(long = "scrape-interval", default_value = "5s", value_parser = crate::duration::parse_arg)]
     pub scrape_interval: Duration,
     /// Do not scrape the API server's /metrics.
     #[arg(long = "no-apiserver-metrics")]
     pub no_apiserver_metrics: bool,
-}
-
-/// Parses `60s`, `2m`, `1m30s`, `500ms`, `1h`, or a plain number of seconds.
-pub fn parse_duration(s: &str) -> std::result::Result<Duration, String> {
-    let s = s.trim();
-    if let Ok(n) = s.parse::<f64>() {
-        return (n >= 0.0 && n.is_finite())
-            .then(|| Duration::from_secs_f64(n))
-            .ok_or_else(|| format!("invalid duration {s:?}"));
-    }
-    let mut total = 0.0f64;
-    let mut num = String::new();
-    let mut chars = s.chars().peekable();
-    let mut any = false;
-    while let Some(c) = chars.next() {
-        if c.is_ascii_digit() || c == '.' {
-            num.push(c);
-            continue;
-        }
-        let mut unit = c.to_string();
-        while let Some(&n) = chars.peek() {
-            if n.is_ascii_alphabetic() {
-                unit.push(n);
-                chars.next();
-            } else {
-                break;
-            }
-        }
-        let n: f64 = num
-            .parse()
-            .map_err(|_| format!("invalid duration {s:?}: expected e.g. 60s, 2m, 500ms"))?;
-        let factor = match unit.as_str() {
-            "ms" => 0.001,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            _ => {
-                return Err(format!(
-                    "invalid duration {s:?}: unknown unit {unit:?} (ms, s, m, h)"
-                ));
-            }
-        };
-        total += n * factor;
-        num.clear();
-        any = true;
-    }
-    if !num.is_empty() || !any {
-        return Err(format!(
-            "invalid duration {s:?}: expected e.g. 60s, 2m, 500ms"
-        ));
-    }
-    Ok(Duration::from_secs_f64(total))
 }
 
 fn parse_output_files(specs: &[String]) -> Result<Vec<(Format, PathBuf)>> {
@@ -348,19 +296,6 @@ pub fn stats(s: &Snapshot) -> Vec<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations() {
-        let ok = |s: &str| parse_duration(s).ok();
-        assert_eq!(ok("60s"), Some(Duration::from_secs(60)));
-        assert_eq!(ok("2m"), Some(Duration::from_secs(120)));
-        assert_eq!(ok("1m30s"), Some(Duration::from_secs(90)));
-        assert_eq!(ok("500ms"), Some(Duration::from_millis(500)));
-        assert_eq!(ok("15"), Some(Duration::from_secs(15)));
-        for bad in ["", "s", "10x", "ten", "-1", "10s5"] {
-            assert!(parse_duration(bad).is_err(), "{bad}");
-        }
-    }
 
     #[test]
     fn pods() {
