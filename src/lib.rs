@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod cli;
 pub mod config;
+pub mod connect;
 pub mod duration;
 pub mod finding;
 pub mod live;

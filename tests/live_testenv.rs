@@ -26,7 +26,6 @@ use ctrlaudit::live::snapshot::{Snapshot, Window};
 use ctrlaudit::live::{self, Outcome, detectors, record};
 use kube::Client;
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::Mutex;
@@ -64,8 +63,7 @@ impl Variant {
 }
 
 async fn start_variant(env: &common::TestEnv, code: Code, name: &str, workers: u16) -> Variant {
-    let kc = Kubeconfig::read_from(env.dir.join("kubeconfig")).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+    let config = ctrlaudit::connect::config(Some(&env.dir.join("kubeconfig")), None)
         .await
         .unwrap();
     let rest = RestMetrics::default();

@@ -13,7 +13,6 @@ use k8s_openapi::api::authorization::v1::{
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, PostParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::runtime::wait::{await_condition, conditions};
 use kube::{Client, CustomResourceExt};
 
@@ -47,22 +46,7 @@ pub enum ClusterError {
 /// The kube config from `--kubeconfig`/`--context`, else the usual inference (KUBECONFIG, ~/.kube/config,
 /// in-cluster).
 pub async fn kube_config(g: &GlobalArgs) -> Result<kube::Config> {
-    if g.kubeconfig.is_none() && g.context.is_none() {
-        return kube::Config::infer()
-            .await
-            .context("no kubeconfig found (set KUBECONFIG or pass --kubeconfig)");
-    }
-    let kc = match &g.kubeconfig {
-        Some(p) => Kubeconfig::read_from(p).with_context(|| format!("reading {}", p.display()))?,
-        None => Kubeconfig::read().context("reading the kubeconfig")?,
-    };
-    let opts = KubeConfigOptions {
-        context: g.context.clone(),
-        ..KubeConfigOptions::default()
-    };
-    kube::Config::from_custom_kubeconfig(kc, &opts)
-        .await
-        .context("loading the kubeconfig")
+    crate::connect::config(g.kubeconfig.as_deref(), g.context.as_deref()).await
 }
 
 /// The API server's version (`major.minor`, git version), or [`ClusterError::Unreachable`].

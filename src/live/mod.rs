@@ -17,7 +17,6 @@ use crate::report::{Format, Note};
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use collect::{CollectOptions, MetricsTarget};
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use snapshot::Snapshot;
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -94,25 +93,7 @@ fn parse_output_files(specs: &[String]) -> Result<Vec<(Format, PathBuf)>> {
 /// Builds a client from `--kubeconfig`/`--context` (or the usual inference) and returns it with the context's
 /// default namespace. The client announces itself with [`USER_AGENT`].
 pub async fn client(g: &GlobalArgs) -> Result<(kube::Client, String)> {
-    let options = KubeConfigOptions {
-        context: g.context.clone(),
-        ..KubeConfigOptions::default()
-    };
-    let mut config = match &g.kubeconfig {
-        Some(p) => {
-            let kc = Kubeconfig::read_from(p)
-                .with_context(|| format!("reading kubeconfig {}", p.display()))?;
-            kube::Config::from_custom_kubeconfig(kc, &options)
-                .await
-                .with_context(|| format!("loading kubeconfig {}", p.display()))?
-        }
-        None if g.context.is_some() => kube::Config::from_kubeconfig(&options)
-            .await
-            .context("loading the kubeconfig")?,
-        None => kube::Config::infer()
-            .await
-            .context("finding a kubeconfig or in-cluster config")?,
-    };
+    let mut config = crate::connect::config(g.kubeconfig.as_deref(), g.context.as_deref()).await?;
     config.headers.push((
         http::header::USER_AGENT,
         http::HeaderValue::from_static(USER_AGENT),

@@ -13,10 +13,9 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::runtime::wait::{await_condition, conditions};
-use kube::{Client, Config};
 use tokio::sync::OnceCell;
 
 /// The Widget CRD that every cluster test may rely on (kept equal to `Widget::crd()` by a unit test).
@@ -114,11 +113,7 @@ pub async fn testenv_with_audit(name: &str) -> Option<TestEnv> {
 
 /// A kube client from a kubeconfig file, sending `user_agent`.
 pub async fn client_from(kubeconfig: &Path, user_agent: &str) -> Result<Client> {
-    let kc = Kubeconfig::read_from(kubeconfig)
-        .with_context(|| format!("reading {}", kubeconfig.display()))?;
-    let mut config = Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
-        .await
-        .with_context(|| format!("loading {}", kubeconfig.display()))?;
+    let mut config = ctrlaudit::connect::config(Some(kubeconfig), None).await?;
     // kube-rs sends no User-Agent of its own; controllers that want attribution in audit logs set one.
     config.headers.push((
         "user-agent".try_into().context("header name")?,
