@@ -267,42 +267,25 @@ async fn tenant_designs_report_memory_tasks_and_watches_per_tenant() {
         return;
     };
     let out_dir = tempfile::tempdir().unwrap();
-    let kc = env.dir.join("kubeconfig");
-    let dir = out_dir.path().to_str().unwrap().to_string();
-    let out = tokio::task::spawn_blocking(move || {
-        bench(
-            &kc,
-            &[
-                "--experiment",
-                "tenants",
-                "--tenants",
-                "4",
-                "--objects",
-                "8",
-                "--duration",
-                "8s",
-                // Every object Ready is asserted: wait for it (bounded) rather than trust 8 s.
-                "--settle",
-                "180s",
-                "--probe",
-                "0s",
-                "--finalize-namespaces",
-                "-o",
-                "json",
-                "--output-dir",
-                &dir,
-            ],
-        )
-    })
-    .await
-    .unwrap();
+    let args = [
+        "--experiment",
+        "tenants",
+        "--tenants",
+        "4",
+        "--objects",
+        "8",
+        "--duration",
+        "8s",
+        // Every object Ready is asserted: wait for it (bounded) rather than trust 8 s.
+        "--settle",
+        "180s",
+        "--probe",
+        "0s",
+        "--finalize-namespaces",
+    ];
+    let out = bench_json(&env, &args, out_dir.path()).await;
     let r = report(&out);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     for (name, watches, controllers) in [("per-tenant", 4.0, 4.0), ("shared", 1.0, 1.0)] {
         let v = variant(&r, name);
         assert_eq!(v["ready"], 8, "{v}");
