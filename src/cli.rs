@@ -6,7 +6,7 @@ use crate::output;
 use crate::report::{self, Format, Report};
 use crate::rules::{self, RULES};
 use crate::scan::{self, ScanOptions};
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
@@ -164,21 +164,6 @@ pub fn run(cli: Cli) -> Result<u8> {
     }
 }
 
-fn parse_output_files(specs: &[String]) -> Result<Vec<(Format, PathBuf)>> {
-    specs
-        .iter()
-        .map(|s| {
-            let (f, p) = s
-                .split_once('=')
-                .with_context(|| format!("--output-file expects FORMAT=PATH, got {s:?}"))?;
-            if p.is_empty() {
-                bail!("--output-file {s:?}: the path is empty");
-            }
-            Ok((f.parse::<Format>()?, PathBuf::from(p)))
-        })
-        .collect()
-}
-
 fn overrides(a: &ScanArgs) -> Result<BTreeMap<String, Option<Severity>>> {
     let mut out = BTreeMap::new();
     for (codes, sev) in [
@@ -209,7 +194,7 @@ fn run_scan(g: &GlobalArgs, a: &ScanArgs) -> Result<u8> {
     } else {
         a.paths.clone()
     };
-    let outputs = parse_output_files(&g.output_files)?;
+    let outputs = report::output_files(&g.output_files)?;
     let overrides = overrides(a)?;
     let config = match &a.config {
         Some(p) => Config::load(p)?,

@@ -13,7 +13,7 @@ pub mod volatile;
 use crate::cli::{GlobalArgs, emit, exit};
 use crate::config::Config;
 use crate::finding::Finding;
-use crate::report::{Format, Note};
+use crate::report::{self, Note};
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use collect::{CollectOptions, MetricsTarget};
@@ -73,21 +73,6 @@ pub struct LiveArgs {
     /// Do not scrape the API server's /metrics.
     #[arg(long = "no-apiserver-metrics")]
     pub no_apiserver_metrics: bool,
-}
-
-fn parse_output_files(specs: &[String]) -> Result<Vec<(Format, PathBuf)>> {
-    specs
-        .iter()
-        .map(|s| {
-            let (f, p) = s
-                .split_once('=')
-                .with_context(|| format!("--output-file expects FORMAT=PATH, got {s:?}"))?;
-            if p.is_empty() {
-                bail!("--output-file {s:?}: the path is empty");
-            }
-            Ok((f.parse::<Format>()?, PathBuf::from(p)))
-        })
-        .collect()
 }
 
 /// Builds a client from `--kubeconfig`/`--context` (or the usual inference) and returns it with the context's
@@ -204,7 +189,7 @@ pub fn run(g: &GlobalArgs, all_namespaces: bool, a: &LiveArgs) -> Result<u8> {
     if all_namespaces && g.namespace.is_some() {
         bail!("-n/--namespace and -A/--all-namespaces exclude each other");
     }
-    let outputs = parse_output_files(&g.output_files)?;
+    let outputs = report::output_files(&g.output_files)?;
     let cfg = match &a.config {
         Some(p) => Config::load(p)?,
         None => Config::discover(std::path::Path::new("."))?,

@@ -93,6 +93,22 @@ pub struct Report<'a> {
     pub color: bool,
 }
 
+/// `--output-file FORMAT=PATH` values, each checked: a known format and a non-empty path.
+pub fn output_files(specs: &[String]) -> anyhow::Result<Vec<(Format, std::path::PathBuf)>> {
+    specs
+        .iter()
+        .map(|s| {
+            let (f, p) = s
+                .split_once('=')
+                .with_context(|| format!("--output-file expects FORMAT=PATH, got {s:?}"))?;
+            if p.is_empty() {
+                anyhow::bail!("--output-file {s:?}: the path is empty");
+            }
+            Ok((f.parse::<Format>()?, std::path::PathBuf::from(p)))
+        })
+        .collect()
+}
+
 /// Renders `report` in `format`. The result ends with a newline.
 pub fn render(format: Format, report: &Report<'_>) -> anyhow::Result<String> {
     let out = match format {
