@@ -5,6 +5,7 @@ pub mod cli;
 pub mod config;
 pub mod connect;
 pub mod duration;
+pub mod fetch;
 pub mod finding;
 pub mod live;
 pub mod output;

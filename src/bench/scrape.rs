@@ -5,49 +5,23 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
-use http_body_util::{BodyExt, Empty};
-use hyper::body::Bytes;
-use hyper_util::rt::TokioIo;
+use anyhow::{Context, Result};
 use prometheus_parse::{Scrape, Value};
 
 /// The largest scrape accepted; a runaway cardinality variant should not eat the harness's memory.
-const MAX_BODY: usize = 64 * 1024 * 1024;
+const MAX_BODY: u64 = 64 * 1024 * 1024;
 
 /// GETs `http://addr/metrics` and returns the body text.
 pub async fn fetch(addr: SocketAddr, timeout: Duration) -> Result<String> {
-    tokio::time::timeout(timeout, fetch_inner(addr))
+    let limits = crate::fetch::Limits {
+        max_bytes: MAX_BODY,
+        timeout,
+        user_agent: "kubectl-ctrlaudit/bench",
+        accept: "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5",
+    };
+    crate::fetch::get(&format!("http://{addr}/metrics"), limits)
         .await
-        .with_context(|| format!("scraping {addr} timed out after {timeout:?}"))?
-}
-
-async fn fetch_inner(addr: SocketAddr) -> Result<String> {
-    let stream = tokio::net::TcpStream::connect(addr)
-        .await
-        .with_context(|| format!("connecting to {addr}"))?;
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .context("HTTP handshake")?;
-    // The connection task ends when the response is read and the sender dropped.
-    tokio::spawn(conn);
-    let req = http::Request::get("/metrics")
-        .header(http::header::HOST, addr.to_string())
-        .header(
-            http::header::ACCEPT,
-            "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5",
-        )
-        .body(Empty::<Bytes>::new())
-        .context("building the scrape request")?;
-    let resp = sender.send_request(req).await.context("GET /metrics")?;
-    if !resp.status().is_success() {
-        bail!("GET http://{addr}/metrics: HTTP {}", resp.status());
-    }
-    let body = http_body_util::Limited::new(resp.into_body(), MAX_BODY)
-        .collect()
-        .await
-        .map_err(|e| anyhow::anyhow!("reading the /metrics body: {e}"))?
-        .to_bytes();
-    String::from_utf8(body.to_vec()).context("the /metrics body is not UTF-8")
+        .with_context(|| format!("scraping http://{addr}/metrics"))
 }
 
 /// The numbers the bench reads from one scrape. Sums over label sets that are not named (one controller per

@@ -8,7 +8,6 @@ use crate::live::metrics;
 use crate::live::snapshot::{MetricSource, Scrape, SourceKind};
 use crate::report::Note;
 use futures::AsyncReadExt;
-use http_body_util::BodyExt;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Client;
 use kube::api::{Api, ListParams};
@@ -37,6 +36,19 @@ pub enum ScrapeError {
     Status(u16),
     #[error("{0}")]
     Parse(#[from] metrics::ParseError),
+}
+
+impl From<crate::fetch::FetchError> for ScrapeError {
+    fn from(e: crate::fetch::FetchError) -> Self {
+        use crate::fetch::FetchError as F;
+        match e {
+            F::Request(m) => Self::Request(m),
+            F::Timeout(d) => Self::Timeout(d),
+            F::TooLarge(n) => Self::TooLarge(n),
+            F::NotText => Self::NotText,
+            F::Status(c) => Self::Status(c),
+        }
+    }
 }
 
 /// One scrape of the API server's `/metrics`.
@@ -91,64 +103,13 @@ async fn bounded_text(
 
 /// GET a plain `http://` URL with a body cap and a deadline.
 pub async fn http_get(url: &str, max: u64, timeout: Duration) -> Result<String, ScrapeError> {
-    let uri: http::Uri = url
-        .parse()
-        .map_err(|e| ScrapeError::Request(format!("not a URL: {e}")))?;
-    if uri.scheme_str() != Some("http") {
-        return Err(ScrapeError::Request(
-            "only http:// URLs are scraped directly; reach an https endpoint with --controller-pod through the API \
-             server's pod proxy"
-                .into(),
-        ));
-    }
-    let host = uri
-        .host()
-        .ok_or_else(|| ScrapeError::Request("the URL has no host".into()))?
-        .to_string();
-    let port = uri.port_u16().unwrap_or(80);
-    let fetch = async {
-        let stream = tokio::net::TcpStream::connect((host.as_str(), port))
-            .await
-            .map_err(|e| ScrapeError::Request(format!("unreachable: {e}")))?;
-        let (mut sender, conn) =
-            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
-                .await
-                .map_err(|e| ScrapeError::Request(format!("HTTP handshake: {e}")))?;
-        // The connection task ends when the response is read or dropped.
-        let conn = tokio::spawn(conn);
-        let path = uri.path_and_query().map_or("/", |p| p.as_str()).to_string();
-        let req = http::Request::get(path)
-            .header(http::header::HOST, format!("{host}:{port}"))
-            .header(http::header::USER_AGENT, super::super::USER_AGENT)
-            .header(http::header::ACCEPT, "text/plain")
-            .body(http_body_util::Empty::<hyper::body::Bytes>::new())
-            .map_err(|e| ScrapeError::Request(e.to_string()))?;
-        let resp = sender
-            .send_request(req)
-            .await
-            .map_err(|e| ScrapeError::Request(format!("request failed: {e}")))?;
-        if !resp.status().is_success() {
-            conn.abort();
-            return Err(ScrapeError::Status(resp.status().as_u16()));
-        }
-        let mut body = resp.into_body();
-        let mut buf: Vec<u8> = Vec::new();
-        while let Some(frame) = body.frame().await {
-            let frame =
-                frame.map_err(|e| ScrapeError::Request(format!("reading the body: {e}")))?;
-            if let Ok(data) = frame.into_data() {
-                buf.extend_from_slice(&data);
-                if buf.len() as u64 > max {
-                    conn.abort();
-                    return Err(ScrapeError::TooLarge(max));
-                }
-            }
-        }
-        String::from_utf8(buf).map_err(|_| ScrapeError::NotText)
+    let limits = crate::fetch::Limits {
+        max_bytes: max,
+        timeout,
+        user_agent: super::super::USER_AGENT,
+        accept: "text/plain",
     };
-    tokio::time::timeout(timeout, fetch)
-        .await
-        .map_err(|_| ScrapeError::Timeout(timeout))?
+    Ok(crate::fetch::get(url, limits).await?)
 }
 
 /// A target ready to scrape.
