@@ -665,12 +665,25 @@ pub async fn feature_gates(client: &Client) -> BTreeMap<String, bool> {
     let Ok(text) = client.request_text(req).await else {
         return BTreeMap::new();
     };
-    text.lines()
-        .filter_map(|l| {
-            let rest = l.strip_prefix("kubernetes_feature_enabled{")?;
-            let name = rest.split("name=\"").nth(1)?.split('"').next()?;
-            let value = l.rsplit(' ').next()?;
-            Some((name.to_string(), value.trim() == "1"))
+    feature_gates_in(&text)
+}
+
+/// `kubernetes_feature_enabled{name=…}` samples of an API server's `/metrics` text.
+fn feature_gates_in(text: &str) -> BTreeMap<String, bool> {
+    let lines = text.lines().map(|l| Ok(l.to_string()));
+    let Ok(scrape) = prometheus_parse::Scrape::parse(lines) else {
+        return BTreeMap::new();
+    };
+    scrape
+        .samples
+        .iter()
+        .filter(|s| s.metric == "kubernetes_feature_enabled")
+        .filter_map(|s| {
+            let on = match s.value {
+                prometheus_parse::Value::Gauge(x) | prometheus_parse::Value::Untyped(x) => x == 1.0,
+                _ => return None,
+            };
+            Some((s.labels.get("name")?.to_string(), on))
         })
         .collect()
 }
@@ -689,6 +702,16 @@ mod tests {
         let d = crd_differences(&other, &ours);
         assert_eq!(d.len(), 2, "{d:?}");
         assert!(d.iter().any(|x| x.contains("status subresource")));
+    }
+
+    #[test]
+    fn feature_gates_from_metrics_text() {
+        let text = "# HELP kubernetes_feature_enabled [BETA] This metric records the data about the stage and enablement of a k8s feature.\n# TYPE kubernetes_feature_enabled gauge\nkubernetes_feature_enabled{name=\"WatchList\",stage=\"BETA\"} 1\nkubernetes_feature_enabled{name=\"ConcurrentWatchObjectDecode\",stage=\"BETA\"} 0\nkubernetes_feature_enabled_other{name=\"X\"} 1\n";
+        let gates = feature_gates_in(text);
+        assert_eq!(gates.len(), 2, "{gates:?}");
+        assert_eq!(gates.get("WatchList"), Some(&true));
+        assert_eq!(gates.get("ConcurrentWatchObjectDecode"), Some(&false));
+        assert!(feature_gates_in("not metrics {{{").is_empty());
     }
 
     #[test]

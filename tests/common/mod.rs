@@ -283,27 +283,20 @@ pub async fn apiserver_metrics(client: &Client) -> Result<String> {
 }
 
 /// The value of the sample of `metric` whose labels include every `(name, value)` in `labels`, summed over
-/// all such samples (other labels may differ). Parses the Prometheus text format by line.
+/// all such samples (other labels may differ); counters, gauges and untyped samples (prometheus-parse).
 pub fn metric_sum(text: &str, metric: &str, labels: &[(&str, &str)]) -> f64 {
-    text.lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter_map(|line| {
-            let rest = line.strip_prefix(metric)?;
-            let (label_part, value) = match rest.strip_prefix('{') {
-                Some(r) => {
-                    let end = r.rfind('}')?;
-                    (&r[..end], r[end + 1..].trim())
-                }
-                None if rest.starts_with(' ') => ("", rest.trim()),
-                None => return None, // a longer metric name that shares the prefix
-            };
-            let matches = labels
-                .iter()
-                .all(|(k, v)| label_part.split(',').any(|kv| kv == format!("{k}=\"{v}\"")));
-            if !matches {
-                return None;
-            }
-            value.split_whitespace().next()?.parse::<f64>().ok()
+    let lines = text.lines().map(|l| Ok(l.to_string()));
+    let scrape = prometheus_parse::Scrape::parse(lines).expect("Prometheus text");
+    scrape
+        .samples
+        .iter()
+        .filter(|s| s.metric == metric)
+        .filter(|s| labels.iter().all(|(k, v)| s.labels.get(k) == Some(*v)))
+        .filter_map(|s| match s.value {
+            prometheus_parse::Value::Counter(x)
+            | prometheus_parse::Value::Gauge(x)
+            | prometheus_parse::Value::Untyped(x) => Some(x),
+            _ => None,
         })
         .sum()
 }
