@@ -90,11 +90,11 @@ mod tests {
         let derived = serde_json::to_value(Widget::crd()).expect("crd serialises");
         // CTRLAUDIT_BLESS=1 rewrites the fixture after an intentional change to the types above.
         if std::env::var_os("CTRLAUDIT_BLESS").is_some() {
-            let yaml = serde_yaml::to_string(&Widget::crd()).expect("crd as yaml");
+            let yaml = yaml_serde::to_string(&Widget::crd()).expect("crd as yaml");
             std::fs::write(FIXTURE, format!("{HEADER}{yaml}")).expect("write fixture");
         }
         let text = std::fs::read_to_string(FIXTURE).expect("read fixtures/crds/widget.yaml");
-        let committed: serde_json::Value = serde_yaml::from_str(&text).expect("fixture is yaml");
+        let committed: serde_json::Value = yaml_serde::from_str(&text).expect("fixture is yaml");
         assert_eq!(
             derived, committed,
             "fixtures/crds/widget.yaml differs from Widget::crd(); rerun with CTRLAUDIT_BLESS=1 if intended"

@@ -4,14 +4,14 @@
 /// Kinds declared by the CRDs in one YAML text (multi-document), with whether they have the
 /// status subresource. Documents that are not CRDs, and invalid YAML, contribute nothing.
 ///
-/// Each document is parsed on its own: serde_yaml's multi-document iterator returns the same error forever
-/// after a document it cannot parse (a Helm template's `{{- if … -}}` line did that, and scan spun at 100%
-/// CPU), so one bad document must not be able to stop, or stall, the others.
+/// Each document is parsed on its own: serde_yaml's multi-document iterator (the code yaml_serde forked) returned
+/// the same error forever after a document it could not parse (a Helm template's `{{- if … -}}` line did that,
+/// and scan spun at 100% CPU), so one bad document must not be able to stop, or stall, the others.
 pub fn kinds(text: &str) -> Vec<(String, bool)> {
     let mut out = Vec::new();
     for doc in documents(text) {
         let doc = without_template_actions(doc);
-        let Ok(v) = serde_yaml::from_str::<serde_yaml::Value>(&doc) else {
+        let Ok(v) = yaml_serde::from_str::<yaml_serde::Value>(&doc) else {
             continue;
         };
         if v.get("kind").and_then(|k| k.as_str()) != Some("CustomResourceDefinition") {

@@ -152,7 +152,7 @@ async fn install_widget_crd(client: &Client) -> Result<()> {
             let text = std::fs::read_to_string(WIDGET_CRD)
                 .with_context(|| format!("reading {WIDGET_CRD}"))?;
             let crd: CustomResourceDefinition =
-                serde_yaml::from_str(&text).context("parsing the Widget CRD")?;
+                yaml_serde::from_str(&text).context("parsing the Widget CRD")?;
             let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
             // Server-side apply is idempotent, so other test binaries (or a rerun) applying it again is fine.
             crds.patch(
