@@ -39,6 +39,11 @@ pub const CLEANUP_TIMEOUT: Duration = Duration::from_secs(60);
 #[error("interrupted (Ctrl-C)")]
 pub struct Interrupted;
 
+/// A second Ctrl-C: the run was dropped without cleaning up (the cleanup command was printed).
+#[derive(Debug, thiserror::Error)]
+#[error("quit at a second Ctrl-C without cleaning up")]
+pub struct QuitWithoutCleanup;
+
 /// A variant running in this process.
 struct InProcess {
     stop: StopHandle,
@@ -160,6 +165,7 @@ pub async fn run(g: &GlobalArgs, plan: &Plan) -> Result<BenchReport> {
         output_dir.display()
     );
     let (int_tx, int_rx) = watch::channel(false);
+    let (quit_tx, quit_rx) = tokio::sync::oneshot::channel::<()>();
     let cleanup_hint = cluster::cleanup_commands(&run_id);
     let ctrlc = tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
@@ -170,18 +176,39 @@ pub async fn run(g: &GlobalArgs, plan: &Plan) -> Result<BenchReport> {
             let _ = int_tx.send(true);
             if tokio::signal::ctrl_c().await.is_ok() {
                 eprintln!("quit without cleaning up; to remove what is left: {cleanup_hint}");
-                std::process::exit(i32::from(crate::cli::exit::NO_EVIDENCE));
+                let _ = quit_tx.send(());
             }
         }
     });
-    let outcome = execute(&mut st, g, plan, &config, &admin, &output_dir, int_rx).await;
+    let result = tokio::select! {
+        r = measure_and_clean_up(&mut st, g, plan, &config, &admin, &output_dir, int_rx) => r,
+        // A second Ctrl-C drops the run where it stands; the binary exits right after.
+        Ok(()) = quit_rx => Err(QuitWithoutCleanup.into()),
+    };
+    ctrlc.abort();
+    result
+}
+
+/// Measures, then removes what the run created (unless `--keep`), and writes report.json.
+#[allow(clippy::too_many_arguments)]
+async fn measure_and_clean_up(
+    st: &mut State,
+    g: &GlobalArgs,
+    plan: &Plan,
+    config: &kube::Config,
+    admin: &Client,
+    output_dir: &std::path::Path,
+    int_rx: watch::Receiver<bool>,
+) -> Result<BenchReport> {
+    let run_id = st.run_id.clone();
+    let outcome = execute(st, g, plan, config, admin, output_dir, int_rx).await;
     let measured =
         !st.report.variants.is_empty() || st.report.ceiling.is_some() || st.report.speed.is_some();
     if let Err(e) = &outcome {
         st.report.complete = false;
         st.report.incomplete_reason = Some(format!("{e:#}"));
     }
-    stop_all(&mut st).await;
+    stop_all(st).await;
     let lost = st
         .report
         .incomplete_reason
@@ -197,14 +224,14 @@ pub async fn run(g: &GlobalArgs, plan: &Plan) -> Result<BenchReport> {
     } else if !st.namespaces.is_empty() || st.crd == Some(CrdOrigin::InstalledByRun) {
         eprintln!("cleaning up run {run_id}…");
         if lost {
-            wait_for_apiserver(&admin, Duration::from_secs(30)).await;
+            wait_for_apiserver(admin, Duration::from_secs(30)).await;
         }
         // A request to an API server that accepts connections but never answers would wait for the client's
         // read timeout (minutes): bound the whole cleanup instead.
         let report = tokio::time::timeout(
             CLEANUP_TIMEOUT,
             cluster::cleanup(
-                &admin,
+                admin,
                 &st.namespaces,
                 &run_id,
                 st.crd,
@@ -225,13 +252,12 @@ pub async fn run(g: &GlobalArgs, plan: &Plan) -> Result<BenchReport> {
         }
         st.report.cleanup = Some(report);
     }
-    ctrlc.abort();
     let json = serde_json::to_string_pretty(&st.report).context("serialising the report")?;
     let path = output_dir.join("report.json");
     std::fs::write(&path, json).with_context(|| format!("writing {}", path.display()))?;
     match outcome {
         Err(e) if !measured => Err(e),
-        _ => Ok(st.report),
+        _ => Ok(std::mem::take(&mut st.report)),
     }
 }
 
