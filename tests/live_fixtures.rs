@@ -256,7 +256,8 @@ async fn serve(body: Vec<u8>, delay: std::time::Duration) -> String {
 
 #[tokio::test]
 async fn bad_metrics_endpoints_are_reported_and_skipped() {
-    use ctrlaudit::live::collect::scrape::{ScrapeError, http_get};
+    use ctrlaudit::fetch::FetchError;
+    use ctrlaudit::live::collect::scrape::http_get;
     use ctrlaudit::live::metrics::{ParseError, parse};
     use ctrlaudit::live::snapshot::SourceKind;
     use std::time::Duration;
@@ -276,19 +277,19 @@ async fn bad_metrics_endpoints_are_reported_and_skipped() {
     )
     .await;
     assert!(
-        matches!(e, Err(ScrapeError::Request(ref m)) if m.contains("unreachable")),
+        matches!(e, Err(FetchError::Request(ref m)) if m.contains("unreachable")),
         "{e:?}"
     );
 
     // Slow: no answer within the deadline.
     let url = serve(b"up 1\n".to_vec(), Duration::from_secs(5)).await;
     let e = http_get(&url, 1 << 20, Duration::from_millis(300)).await;
-    assert!(matches!(e, Err(ScrapeError::Timeout(_))), "{e:?}");
+    assert!(matches!(e, Err(FetchError::Timeout(_))), "{e:?}");
 
     // Huge: cut off at the cap, not read to the end.
     let url = serve(vec![b'#'; 3 << 20], fast).await;
     let e = http_get(&url, 1 << 20, Duration::from_secs(5)).await;
-    assert!(matches!(e, Err(ScrapeError::TooLarge(_))), "{e:?}");
+    assert!(matches!(e, Err(FetchError::TooLarge(_))), "{e:?}");
 
     // Garbage: text, but no samples in it.
     let url = serve(b"<html><body>login</body></html>\n".to_vec(), fast).await;
@@ -302,7 +303,7 @@ async fn bad_metrics_endpoints_are_reported_and_skipped() {
     let url = serve(vec![0xff, 0xfe, 0x00, 0x01], fast).await;
     assert!(matches!(
         http_get(&url, 1 << 20, Duration::from_secs(5)).await,
-        Err(ScrapeError::NotText)
+        Err(FetchError::NotText)
     ));
 
     // And a good one parses.
@@ -330,7 +331,7 @@ async fn bad_metrics_endpoints_are_reported_and_skipped() {
     )
     .await;
     assert!(
-        matches!(e, Err(ScrapeError::Request(ref m)) if m.contains("--controller-pod")),
+        matches!(e, Err(FetchError::Request(ref m)) if m.contains("--controller-pod")),
         "{e:?}"
     );
 }

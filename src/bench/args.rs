@@ -167,20 +167,18 @@ pub fn parse_duration(flag: &str, text: &str) -> Result<Duration, UsageError> {
     crate::duration::parse(text).map_err(|e| usage(format!("--{flag} {e}")))
 }
 
-pub use crate::duration::format as fmt_duration;
-
 fn bounded(flag: &str, text: &str, min: Duration, max: Duration) -> Result<Duration, UsageError> {
     let d = parse_duration(flag, text)?;
     if d < min {
         return Err(usage(format!(
             "--{flag} {text}: must be at least {}",
-            fmt_duration(min)
+            crate::duration::format(min)
         )));
     }
     if d > max {
         return Err(usage(format!(
             "--{flag} {text}: more than the limit of {}; a typo?",
-            fmt_duration(max)
+            crate::duration::format(max)
         )));
     }
     Ok(d)

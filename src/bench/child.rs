@@ -12,7 +12,6 @@ use kube::api::{Api, PostParams};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio::process::{Child, Command};
 
-use super::args::fmt_duration;
 use super::catalog;
 use super::client::{self, RestMetrics};
 use super::cluster;
@@ -21,6 +20,7 @@ use super::instrument::{VariantCtx, VariantOptions};
 use super::variants;
 use super::widget::Widget;
 use crate::cli::GlobalArgs;
+use crate::duration;
 
 /// The binary to start children from: `CTRLAUDIT_BENCH_EXE`, else this process's own executable.
 pub fn exe() -> Result<PathBuf> {
@@ -66,7 +66,7 @@ pub async fn spawn_design(
         .args(["bench", "child", "--variant", variant])
         .arg("--namespaces")
         .arg(namespaces.join(","))
-        .args(["--selector", selector, "--work", &fmt_duration(work)])
+        .args(["--selector", selector, "--work", &duration::format(work)])
         // The child stops when its stdin closes, so it never outlives the harness.
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -15,7 +15,7 @@ use kube::api::{Api, PostParams};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use super::args::{Plan, PlanKind, fmt_duration};
+use super::args::{Plan, PlanKind};
 use super::book::{Book, BookConfig, BookEvent, Watched};
 use super::catalog::VariantSpec;
 use super::child::{self, ChildVariant};
@@ -27,6 +27,7 @@ use super::summary::{self, Meta};
 use super::widget::Widget;
 use super::{chart, churn, endpoint, probe, variants};
 use crate::cli::GlobalArgs;
+use crate::duration;
 
 /// Requests in flight while creating objects: enough to keep one API server busy, not to drown it.
 pub const CREATE_PARALLELISM: usize = 32;
@@ -243,7 +244,7 @@ async fn measure_and_clean_up(
         .unwrap_or_else(|_| cluster::CleanupReport {
             errors: vec![format!(
                 "the API server did not let the cleanup finish within {}",
-                fmt_duration(CLEANUP_TIMEOUT)
+                duration::format(CLEANUP_TIMEOUT)
             )],
             ..cluster::CleanupReport::default()
         });
@@ -265,7 +266,7 @@ async fn wait_for_apiserver(client: &Client, patience: Duration) {
     let deadline = Instant::now() + patience;
     eprintln!(
         "waiting up to {} for the API server to come back…",
-        fmt_duration(patience)
+        duration::format(patience)
     );
     while Instant::now() < deadline {
         if tokio::time::timeout(Duration::from_secs(2), client.apiserver_version())
@@ -343,7 +344,7 @@ async fn execute(
         .await?;
         eprintln!(
             "probing the API server's write ceiling for {}…",
-            fmt_duration(plan.probe)
+            duration::format(plan.probe)
         );
         let ceiling = interruptible(&mut int, probe::run(admin, &ns, &run_id, plan.probe)).await?;
         eprintln!("write ceiling: {:.0} writes/s", ceiling.per_second);
@@ -479,12 +480,12 @@ async fn execute(
             Some(t) => format!(
                 "every variant settled {:.1}s after the {} window (--settle {})",
                 t.saturating_sub(plan.duration).as_secs_f64(),
-                fmt_duration(plan.duration),
-                fmt_duration(plan.settle)
+                duration::format(plan.duration),
+                duration::format(plan.settle)
             ),
             None => format!(
                 "not every variant settled within --settle {} after the window",
-                fmt_duration(plan.settle)
+                duration::format(plan.settle)
             ),
         });
     }
@@ -619,7 +620,7 @@ async fn warm_up(client: &Client, namespace: &str, run_id: &str) -> Result<()> {
     if took > Duration::from_millis(500) {
         eprintln!(
             "the API server took {} to serve its first Widget create (a newly installed CRD); not counted",
-            fmt_duration(took)
+            duration::format(took)
         );
     }
     Ok(())

@@ -4,6 +4,7 @@
 use super::MetricsTarget;
 use super::discover::explain;
 use crate::config::Config;
+use crate::fetch::FetchError;
 use crate::live::metrics;
 use crate::live::snapshot::{MetricSource, Scrape, SourceKind};
 use crate::report::Note;
@@ -21,41 +22,21 @@ pub const APISERVER_TIMEOUT: Duration = Duration::from_secs(20);
 pub const CONTROLLER_MAX_BYTES: u64 = 16 << 20;
 pub const CONTROLLER_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Why a scrape did not give samples.
+/// Why a scrape did not give samples: the GET failed (through the API server or directly, the same kinds of
+/// failure), or the body was not Prometheus text.
 #[derive(Debug, thiserror::Error)]
 pub enum ScrapeError {
-    #[error("{0}")]
-    Request(String),
-    #[error("no answer within {0:?}")]
-    Timeout(Duration),
-    #[error("the body is larger than {} MiB: skipped", .0 >> 20)]
-    TooLarge(u64),
-    #[error("the body is not UTF-8 text")]
-    NotText,
-    #[error("HTTP {0}")]
-    Status(u16),
+    #[error(transparent)]
+    Fetch(#[from] FetchError),
     #[error("{0}")]
     Parse(#[from] metrics::ParseError),
-}
-
-impl From<crate::fetch::FetchError> for ScrapeError {
-    fn from(e: crate::fetch::FetchError) -> Self {
-        use crate::fetch::FetchError as F;
-        match e {
-            F::Request(m) => Self::Request(m),
-            F::Timeout(d) => Self::Timeout(d),
-            F::TooLarge(n) => Self::TooLarge(n),
-            F::NotText => Self::NotText,
-            F::Status(c) => Self::Status(c),
-        }
-    }
 }
 
 /// One scrape of the API server's `/metrics`.
 pub async fn apiserver(client: &Client, cfg: &Config) -> Result<Scrape, ScrapeError> {
     let request = kube::core::Request::new("")
         .get("metrics", &Default::default())
-        .map_err(|e| ScrapeError::Request(e.to_string()))?;
+        .map_err(|e| FetchError::Request(e.to_string()))?;
     let text = bounded_text(
         client,
         request,
@@ -79,37 +60,37 @@ async fn bounded_text(
     max: u64,
     timeout: Duration,
     needs: &str,
-) -> Result<String, ScrapeError> {
+) -> Result<String, FetchError> {
     let fetch = async {
         let body = client
             .request_stream(request)
             .await
-            .map_err(|e| ScrapeError::Request(explain(&e, needs)))?;
+            .map_err(|e| FetchError::Request(explain(&e, needs)))?;
         let mut buf = Vec::new();
         futures::pin_mut!(body);
         body.take(max + 1)
             .read_to_end(&mut buf)
             .await
-            .map_err(|e| ScrapeError::Request(format!("reading the body: {e}")))?;
+            .map_err(|e| FetchError::Request(format!("reading the body: {e}")))?;
         if buf.len() as u64 > max {
-            return Err(ScrapeError::TooLarge(max));
+            return Err(FetchError::TooLarge(max));
         }
-        String::from_utf8(buf).map_err(|_| ScrapeError::NotText)
+        String::from_utf8(buf).map_err(|_| FetchError::NotText)
     };
     tokio::time::timeout(timeout, fetch)
         .await
-        .map_err(|_| ScrapeError::Timeout(timeout))?
+        .map_err(|_| FetchError::Timeout(timeout))?
 }
 
 /// GET a plain `http://` URL with a body cap and a deadline.
-pub async fn http_get(url: &str, max: u64, timeout: Duration) -> Result<String, ScrapeError> {
+pub async fn http_get(url: &str, max: u64, timeout: Duration) -> Result<String, FetchError> {
     let limits = crate::fetch::Limits {
         max_bytes: max,
         timeout,
         user_agent: super::super::USER_AGENT,
         accept: "text/plain",
     };
-    Ok(crate::fetch::get(url, limits).await?)
+    crate::fetch::get(url, limits).await
 }
 
 /// A target ready to scrape.
@@ -256,7 +237,7 @@ async fn scrape_once(
             let path = format!("/api/v1/namespaces/{namespace}/pods/{name}:{port}/proxy/metrics");
             let request = http::Request::get(path)
                 .body(Vec::new())
-                .map_err(|e| ScrapeError::Request(e.to_string()))?;
+                .map_err(|e| FetchError::Request(e.to_string()))?;
             bounded_text(
                 client,
                 request,
