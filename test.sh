@@ -71,6 +71,11 @@ else
 	unset CTRLAUDIT_TESTENV_DIR
 fi
 
+# A clean clone builds once: incremental caches (several GB for this crate) would only cost disk there.
+if [ "$ci" = 1 ]; then
+	export CARGO_INCREMENTAL=0
+fi
+
 cargo fmt --all -- --check
 cargo clippy --all-targets -- -D warnings
 
