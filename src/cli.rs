@@ -1,25 +1,12 @@
-//! Command-line definitions (clap) and the glue that runs a command and maps it to an exit code.
+//! Command-line definitions (clap) and the dispatch from a parsed command line to the command that runs it.
 
-use crate::config::Config;
-use crate::finding::Severity;
+use crate::connect::ClusterArgs;
+use crate::exit::{Outcome, Status};
 use crate::output;
-use crate::report::{self, Format, Report};
+use crate::report::{Format, OutputArgs};
 use crate::rules::{self, RULES};
-use crate::scan::{self, ScanOptions};
-use anyhow::{Context, Result};
-use clap::{Args, Parser, Subcommand, ValueEnum};
-use std::collections::BTreeMap;
-use std::io::IsTerminal;
-use std::path::PathBuf;
-
-/// Exit codes, as documented: 0 clean, 1 findings at or above --fail-on, 2 usage or input
-/// error, 3 evidence could not be gathered.
-pub mod exit {
-    pub const CLEAN: u8 = 0;
-    pub const FINDINGS: u8 = 1;
-    pub const USAGE: u8 = 2;
-    pub const NO_EVIDENCE: u8 = 3;
-}
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -39,65 +26,22 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// kubectl-style flags, accepted before or after the command.
-#[derive(Debug, Args, Clone)]
+/// The flags every command accepts, before or after the command.
+#[derive(Debug, Args, Clone, Default)]
 pub struct GlobalArgs {
-    /// Namespace (for commands that talk to a cluster).
-    #[arg(short = 'n', long, global = true)]
-    pub namespace: Option<String>,
-    /// kubeconfig context to use.
-    #[arg(long, global = true)]
-    pub context: Option<String>,
-    /// Path to the kubeconfig file.
-    #[arg(long, global = true)]
-    pub kubeconfig: Option<PathBuf>,
-    /// Output format on stdout.
-    #[arg(short = 'o', long = "output", global = true, value_enum, default_value_t = Format::Table)]
-    pub output: Format,
-    /// Also write FORMAT to PATH (repeatable), e.g. `--output-file sarif=ctrlaudit.sarif`.
-    #[arg(long = "output-file", global = true, value_name = "FORMAT=PATH")]
-    pub output_files: Vec<String>,
-    /// Exit 1 when a finding is at or above this severity.
-    #[arg(long, global = true, value_enum, default_value_t = FailOn::Warning)]
-    pub fail_on: FailOn,
-    /// Colour in the table output.
-    #[arg(long, global = true, value_enum, default_value_t = Color::Auto)]
-    pub color: Color,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum FailOn {
-    Error,
-    Warning,
-    Info,
-    Never,
-}
-
-impl FailOn {
-    pub fn trips(self, s: Severity) -> bool {
-        match self {
-            FailOn::Error => s >= Severity::Error,
-            FailOn::Warning => s >= Severity::Warning,
-            FailOn::Info => true,
-            FailOn::Never => false,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Color {
-    Auto,
-    Always,
-    Never,
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Static analysis of Rust (kube-rs) controller source; no cluster needed.
     #[command(
-        after_help = "Examples:\n  kubectl ctrlaudit scan ./src\n  kubectl ctrlaudit scan . -D CA201 -A CA304\n  kubectl ctrlaudit scan . --write-baseline .ctrlaudit-baseline.json\n  kubectl ctrlaudit scan . --baseline .ctrlaudit-baseline.json -o github\n  kubectl ctrlaudit scan . -o sarif > ctrlaudit.sarif\n\nSuppress one finding with `// ctrlaudit: allow(CA203) reason: …` on its line or the line above."
+        after_help = "Examples:\n  kubectl ctrlaudit scan ./src\n  kubectl ctrlaudit scan . -D CA201 --allow CA304\n  kubectl ctrlaudit scan . --write-baseline .ctrlaudit-baseline.json\n  kubectl ctrlaudit scan . --baseline .ctrlaudit-baseline.json -o github\n  kubectl ctrlaudit scan . -o sarif > ctrlaudit.sarif\n\nSuppress one finding with `// ctrlaudit: allow(CA203) reason: …` on its line or the line above."
     )]
-    Scan(ScanArgs),
+    Scan(crate::scan::command::ScanArgs),
     /// The rule catalogue, or one rule's documentation.
     #[command(
         after_help = "Examples:\n  kubectl ctrlaudit rules\n  kubectl ctrlaudit rules CA202\n  kubectl ctrlaudit rules volatile-value-written-every-reconcile"
@@ -117,161 +61,40 @@ pub enum Command {
 }
 
 #[derive(Debug, Args)]
-pub struct ScanArgs {
-    /// Files or directories to scan (default: the current directory).
-    pub paths: Vec<PathBuf>,
-    /// Treat CODE as an error (repeatable, or comma-separated).
-    #[arg(short = 'D', long = "deny", value_name = "CODE", value_delimiter = ',')]
-    pub deny: Vec<String>,
-    /// Treat CODE as a warning.
-    #[arg(short = 'W', long = "warn", value_name = "CODE", value_delimiter = ',')]
-    pub warn: Vec<String>,
-    /// Turn CODE off.
-    #[arg(
-        short = 'A',
-        long = "allow",
-        value_name = "CODE",
-        value_delimiter = ','
-    )]
-    pub allow: Vec<String>,
-    /// Configuration file (default: ctrlaudit.toml found upward from the first path).
-    #[arg(long)]
-    pub config: Option<PathBuf>,
-    /// Report only findings that are not in this baseline.
-    #[arg(long, value_name = "FILE")]
-    pub baseline: Option<PathBuf>,
-    /// Write the current findings as a baseline to FILE and exit 0.
-    #[arg(long, value_name = "FILE")]
-    pub write_baseline: Option<PathBuf>,
-    /// Worker threads (default: one per core).
-    #[arg(long)]
-    pub threads: Option<usize>,
-}
-
-#[derive(Debug, Args)]
 pub struct RulesArgs {
     /// A rule code (CA202) or name; without it, the catalogue.
     pub code: Option<String>,
 }
 
-/// Runs the parsed command line; returns the exit code.
-pub fn run(cli: Cli) -> Result<u8> {
-    match &cli.command {
-        Command::Scan(a) => run_scan(&cli.global, a),
-        Command::Rules(a) => run_rules(&cli.global, a),
-        Command::Live(a) => crate::live::run(&cli.global, cli.all_namespaces, a),
-        Command::Bench(a) => crate::bench::run(&cli.global, a),
-    }
-}
-
-fn overrides(a: &ScanArgs) -> Result<BTreeMap<String, Option<Severity>>> {
-    let mut out = BTreeMap::new();
-    for (codes, sev) in [
-        (&a.deny, Some(Severity::Error)),
-        (&a.warn, Some(Severity::Warning)),
-        (&a.allow, None),
-    ] {
-        for c in codes {
-            let rule = rules::find(c.trim())
-                .with_context(|| format!("unknown rule {c:?} (see `kubectl ctrlaudit rules`)"))?;
-            out.insert(rule.code.to_string(), sev);
-        }
-    }
-    Ok(out)
-}
-
-fn use_color(c: Color) -> bool {
-    match c {
-        Color::Always => true,
-        Color::Never => false,
-        Color::Auto => std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
-    }
-}
-
-fn run_scan(g: &GlobalArgs, a: &ScanArgs) -> Result<u8> {
-    let paths = if a.paths.is_empty() {
-        vec![PathBuf::from(".")]
-    } else {
-        a.paths.clone()
-    };
-    let outputs = report::output_files(&g.output_files)?;
-    let overrides = overrides(a)?;
-    let config = match &a.config {
-        Some(p) => Config::load(p)?,
-        None => Config::discover(&paths[0])?,
-    };
-    let opts = ScanOptions {
-        paths,
-        config,
-        overrides,
-        threads: a.threads,
-    };
-    let mut result = scan::scan(&opts)?;
-    if let Some(path) = &a.write_baseline {
-        scan::baseline::write(path, &result.findings)?;
-        eprintln!(
-            "wrote {} findings to baseline {}",
-            result.findings.len(),
-            path.display()
-        );
-        return Ok(exit::CLEAN);
-    }
-    if let Some(path) = &a.baseline {
-        let (kept, absorbed) = scan::baseline::filter(path, std::mem::take(&mut result.findings))?;
-        result.findings = kept;
-        if absorbed > 0 {
-            result.notes.push(report::Note {
-                subject: path.display().to_string(),
-                message: format!("{absorbed} findings already in the baseline were not reported"),
-            });
-        }
-    }
-    let stats = result.stats.as_pairs();
-    emit(g, "scan", &result.findings, &result.notes, &stats, &outputs)?;
-    let trips = result.findings.iter().any(|f| g.fail_on.trips(f.severity));
-    Ok(if trips { exit::FINDINGS } else { exit::CLEAN })
-}
-
-/// Renders to stdout in `-o` and to each `--output-file`.
-pub fn emit(
-    g: &GlobalArgs,
-    command: &str,
-    findings: &[crate::finding::Finding],
-    notes: &[report::Note],
-    stats: &[(String, String)],
-    outputs: &[(Format, PathBuf)],
-) -> Result<()> {
-    let mut report = Report {
+/// Runs the parsed command line.
+pub fn run(cli: Cli) -> Outcome {
+    let Cli {
+        global: GlobalArgs { cluster, output },
+        all_namespaces,
         command,
-        findings,
-        notes,
-        stats,
-        color: use_color(g.color),
-    };
-    let text = report::render(g.output, &report)?;
-    output::print(&text).context("writing the report to stdout")?;
-    report.color = false;
-    for (format, path) in outputs {
-        let text = report::render(*format, &report)?;
-        std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    } = cli;
+    match &command {
+        Command::Scan(a) => crate::scan::command::run(&output, a),
+        Command::Rules(a) => run_rules(&output, a),
+        Command::Live(a) => crate::live::run(&cluster, &output, all_namespaces, a),
+        Command::Bench(a) => crate::bench::run(&cluster, &output, a),
     }
-    Ok(())
 }
 
-fn run_rules(g: &GlobalArgs, a: &RulesArgs) -> Result<u8> {
+fn run_rules(out: &OutputArgs, a: &RulesArgs) -> Outcome {
     match &a.code {
         Some(code) => {
             let rule = rules::find(code).with_context(|| {
                 format!("unknown rule {code:?} (see `kubectl ctrlaudit rules`)")
             })?;
-            match g.output {
+            match out.output {
                 Format::Json => {
                     output::println(&serde_json::to_string_pretty(&rule_json(rule))?)?;
                 }
                 _ => output::print(rule.doc())?,
             }
         }
-        None => match g.output {
+        None => match out.output {
             Format::Json => {
                 let all: Vec<_> = RULES.iter().map(rule_json).collect();
                 output::println(&serde_json::to_string_pretty(&all)?)?;
@@ -279,7 +102,7 @@ fn run_rules(g: &GlobalArgs, a: &RulesArgs) -> Result<u8> {
             _ => output::print(&rules_table())?,
         },
     }
-    Ok(exit::CLEAN)
+    Ok(Status::Clean)
 }
 
 fn rule_json(r: &rules::Rule) -> serde_json::Value {

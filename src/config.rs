@@ -151,21 +151,20 @@ impl Config {
             path: path.to_path_buf(),
             message: e.to_string().trim().to_string(),
         })?;
-        for code in c.rules.keys() {
-            if crate::rules::find(code).is_none() {
+        // A rule may be named by code or name, in any case for the code; stored by code.
+        let mut rules = BTreeMap::new();
+        for (key, level) in std::mem::take(&mut c.rules) {
+            let Some(rule) = crate::rules::find(&key) else {
                 return Err(ConfigError::Invalid {
                     path: path.to_path_buf(),
                     message: format!(
-                        "unknown rule `{code}` in [rules] (see `kubectl ctrlaudit rules`)"
+                        "unknown rule `{key}` in [rules] (see `kubectl ctrlaudit rules`)"
                     ),
                 });
-            }
+            };
+            rules.insert(rule.code.to_string(), level);
         }
-        c.rules = c
-            .rules
-            .into_iter()
-            .map(|(k, v)| (k.to_ascii_uppercase(), v))
-            .collect();
+        c.rules = rules;
         c.source = Some(path.to_path_buf());
         Ok(c)
     }
@@ -196,14 +195,6 @@ impl Config {
         }
         Ok(Self::default())
     }
-
-    /// The level of a rule after configuration: `None` means off.
-    pub fn severity_of(&self, code: &str, default: Severity) -> Option<Severity> {
-        match self.rules.get(code) {
-            Some(l) => l.severity(),
-            None => Some(default),
-        }
-    }
 }
 
 #[cfg(test)]
@@ -218,7 +209,7 @@ mod tests {
         )
         .expect("valid");
         assert_eq!(c.rules.get("CA203"), Some(&Level::Error));
-        assert_eq!(c.severity_of("CA304", Severity::Info), None);
+        assert_eq!(c.rules.get("CA304"), Some(&Level::Off));
         assert_eq!(c.thresholds.polling_requeue_secs, 10.0);
         assert_eq!(c.thresholds.error_requeue_secs, 60.0);
         assert_eq!(c.aliases.len(), 1);

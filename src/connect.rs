@@ -1,10 +1,44 @@
-//! Cluster access, the one leaf that live, bench and the tests share: from `--kubeconfig` / `--context` (or
-//! the usual inference: KUBECONFIG, ~/.kube/config, in-cluster) to a `kube::Config`.
+//! Cluster access, the one leaf that live, bench and the tests share: the kubectl-style flags
+//! ([`ClusterArgs`]) and from `--kubeconfig` / `--context` (or the usual inference: KUBECONFIG,
+//! ~/.kube/config, in-cluster) to a `kube::Config`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use kube::config::{KubeConfigOptions, Kubeconfig};
+
+/// The kubectl-style flags of every command that talks to a cluster, accepted before or after the command.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ClusterArgs {
+    /// Namespace (for commands that talk to a cluster).
+    #[arg(short = 'n', long, global = true)]
+    pub namespace: Option<String>,
+    /// kubeconfig context to use.
+    #[arg(long, global = true)]
+    pub context: Option<String>,
+    /// Path to the kubeconfig file.
+    #[arg(long, global = true)]
+    pub kubeconfig: Option<PathBuf>,
+}
+
+impl ClusterArgs {
+    /// The client configuration these flags select (see [`config`]).
+    pub async fn config(&self) -> Result<kube::Config> {
+        config(self.kubeconfig.as_deref(), self.context.as_deref()).await
+    }
+
+    /// A client that announces itself with `user_agent`, and the context's default namespace.
+    pub async fn client(&self, user_agent: &'static str) -> Result<(kube::Client, String)> {
+        let mut config = self.config().await?;
+        config.headers.push((
+            http::header::USER_AGENT,
+            http::HeaderValue::from_static(user_agent),
+        ));
+        let namespace = config.default_namespace.clone();
+        let client = kube::Client::try_from(config).context("building the kube client")?;
+        Ok((client, namespace))
+    }
+}
 
 /// Loads the client configuration. With neither a file nor a context, it infers one the way kubectl does;
 /// a context without a file is looked up in the default kubeconfig.

@@ -1,27 +1,29 @@
-//! The `kubectl-ctrlaudit` binary: parse args, run, map the result to an exit code.
+//! The `kubectl-ctrlaudit` binary: parse args, run, print the error if there is one, map the outcome to an
+//! exit code. The only place that ends the process.
 
 use clap::Parser;
-use ctrlaudit::cli::{Cli, exit, run};
+use ctrlaudit::cli::{Cli, run};
+use ctrlaudit::exit::Status;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
-            let code = if e.use_stderr() {
-                exit::USAGE
+            let status = if e.use_stderr() {
+                Status::Usage
             } else {
-                exit::CLEAN
+                Status::Clean
             };
             let _ = e.print();
-            return ExitCode::from(code);
+            return ExitCode::from(status.code());
         }
     };
     match run(cli) {
-        Ok(code) => ExitCode::from(code),
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::from(exit::USAGE)
+        Ok(status) => ExitCode::from(status.code()),
+        Err(failure) => {
+            eprintln!("error: {failure}");
+            ExitCode::from(failure.status.code())
         }
     }
 }

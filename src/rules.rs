@@ -11,9 +11,47 @@ pub struct Rule {
     pub summary: &'static str,
     pub default_severity: Severity,
     pub lenses: &'static [Lens],
-    /// The bench variants that isolate the rule, if any.
-    pub bench_pair: Option<&'static str>,
+    /// The bench variants that isolate the rule, if any: where `bench --rule CODE`, `rules` and the
+    /// README's table read them from.
+    pub bench_pair: Option<BenchPair>,
     pub origin: &'static str,
+}
+
+/// What `bench --rule CODE` runs: the variants that show the anti-pattern, the ones they are compared
+/// with, and whether the comparison needs another writer on the objects (the conflict experiment). Both
+/// lists empty: the measurement is the API server's write-ceiling probe itself.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct BenchPair {
+    pub bad: &'static [&'static str],
+    pub good: &'static [&'static str],
+    pub other_writer: bool,
+}
+
+impl BenchPair {
+    const fn new(bad: &'static [&'static str], good: &'static [&'static str]) -> Option<Self> {
+        Some(Self {
+            bad,
+            good,
+            other_writer: false,
+        })
+    }
+
+    /// Every variant it runs, the bad ones first.
+    pub fn variants(&self) -> impl Iterator<Item = &'static str> {
+        self.bad.iter().chain(self.good).copied()
+    }
+
+    /// "bad-poll vs good", as the catalogue and README show it.
+    pub fn label(&self) -> String {
+        if self.bad.is_empty() && self.good.is_empty() {
+            return "the API server write-ceiling probe".to_string();
+        }
+        let mut s = self.variants().collect::<Vec<_>>().join(" vs ");
+        if self.other_writer {
+            s.push_str(", with another writer");
+        }
+        s
+    }
 }
 
 impl Rule {
@@ -71,7 +109,7 @@ pub static RULES: &[Rule] = &[
         summary: "status sent with patch/replace of the main resource is dropped by the API server",
         default_severity: Error,
         lenses: &[Scan, Live, Bench],
-        bench_pair: Some("bad-status-on-main vs good"),
+        bench_pair: BenchPair::new(&["bad-status-on-main"], &["good"]),
         origin: "seed 1: status silently dropped, 0/N Ready",
     },
     Rule {
@@ -89,7 +127,7 @@ pub static RULES: &[Rule] = &[
         summary: "a Controller without a generation predicate reconciles again on its own status and metadata writes",
         default_severity: Warning,
         lenses: &[Scan, Live, Bench],
-        bench_pair: Some("bad-no-predicate vs good"),
+        bench_pair: BenchPair::new(&["bad-no-predicate"], &["good"]),
         origin: "seed 1, experiment 1",
     },
     Rule {
@@ -98,7 +136,7 @@ pub static RULES: &[Rule] = &[
         summary: "a timestamp or nonce written to the reconciled object on every reconcile: an endless loop",
         default_severity: Error,
         lenses: &[Scan, Live, Bench],
-        bench_pair: Some("bad-annotation-loop vs good"),
+        bench_pair: BenchPair::new(&["bad-annotation-loop"], &["good"]),
         origin: "seed 1: timestamp annotation, endless reconcile loop",
     },
     Rule {
@@ -107,7 +145,7 @@ pub static RULES: &[Rule] = &[
         summary: "a short requeue on the success path polls instead of waiting for changes",
         default_severity: Warning,
         lenses: &[Scan, Live, Bench],
-        bench_pair: Some("bad-poll vs good"),
+        bench_pair: BenchPair::new(&["bad-poll"], &["good"]),
         origin: "seed 2: poll-based workspace deletion (kcp#4047)",
     },
     Rule {
@@ -134,7 +172,11 @@ pub static RULES: &[Rule] = &[
         summary: "a replace (PUT with resourceVersion) whose 409 Conflict is propagated, not retried",
         default_severity: Warning,
         lenses: &[Scan, Live, Bench],
-        bench_pair: Some("good-update vs good (5 workers)"),
+        bench_pair: Some(BenchPair {
+            bad: &["good-update"],
+            good: &["good"],
+            other_writer: true,
+        }),
         origin: "seed 1, experiment 3: 409 conflicts",
     },
     Rule {
@@ -143,7 +185,7 @@ pub static RULES: &[Rule] = &[
         summary: "a Controller run without a concurrency limit (kube-rs default 0 = unbounded)",
         default_severity: Warning,
         lenses: &[Scan, Live, Bench],
-        bench_pair: Some("unbounded vs good-single vs good"),
+        bench_pair: BenchPair::new(&["unbounded"], &["good-single", "good"]),
         origin: "seed 1, experiment 2",
     },
     Rule {
@@ -152,7 +194,7 @@ pub static RULES: &[Rule] = &[
         summary: "an API get/list on every reconcile instead of reading the reflector Store",
         default_severity: Warning,
         lenses: &[Scan, Live, Bench],
-        bench_pair: Some("bad-uncached vs good"),
+        bench_pair: BenchPair::new(&["bad-uncached"], &["good"]),
         origin: "LIST/GET per reconcile instead of a Store",
     },
     Rule {
@@ -179,7 +221,7 @@ pub static RULES: &[Rule] = &[
         summary: "one Controller or watcher per namespace/tenant multiplies memory, tasks and watches",
         default_severity: Warning,
         lenses: &[Scan, Live, Bench],
-        bench_pair: Some("per-tenant vs shared"),
+        bench_pair: BenchPair::new(&["per-tenant"], &["shared"]),
         origin: "seed 2: per-workspace GC/quota controllers, 9.8 -> 3.1 MiB per workspace",
     },
     Rule {
@@ -188,7 +230,7 @@ pub static RULES: &[Rule] = &[
         summary: "a metric label fed by an object name, namespace, uid or error text: series grow without bound",
         default_severity: Warning,
         lenses: &[Scan, Live, Bench],
-        bench_pair: Some("bad-cardinality vs good"),
+        bench_pair: BenchPair::new(&["bad-cardinality"], &["good"]),
         origin: "seed 2: ~140,000 series from per-workspace labels",
     },
     Rule {
@@ -197,7 +239,7 @@ pub static RULES: &[Rule] = &[
         summary: "a controller's write rate is close to the API server's measured write ceiling",
         default_severity: Warning,
         lenses: &[Live],
-        bench_pair: Some("the ceiling probe"),
+        bench_pair: BenchPair::new(&[], &[]),
         origin: "seed 1: ~24 writes/s etcd ceiling on Kind",
     },
 ];
@@ -270,6 +312,29 @@ pub fn find(code_or_name: &str) -> Option<&'static Rule> {
     RULES
         .iter()
         .find(|r| r.code.eq_ignore_ascii_case(code_or_name) || r.name == code_or_name)
+}
+
+/// The catalogue as the Markdown table README shows between its `rules-table` markers (a test keeps
+/// them equal, so the table changes where the rule does).
+pub fn markdown_table() -> String {
+    let mut out = String::from(
+        "| code | name | severity | lenses | bench pair | what |\n|---|---|---|---|---|---|\n",
+    );
+    for r in RULES {
+        let lenses: Vec<&str> = r.lenses.iter().map(|l| l.as_str()).collect();
+        let pair = r.bench_pair.map(|p| p.label()).unwrap_or_default();
+        out.push_str(&format!(
+            "| {} | [{}](rules/{}) | {} | {} | {} | {} |\n",
+            r.code,
+            r.name,
+            r.doc_file(),
+            r.default_severity.as_str(),
+            lenses.join(", "),
+            pair,
+            r.summary
+        ));
+    }
+    out
 }
 
 #[cfg(test)]

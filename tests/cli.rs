@@ -26,7 +26,18 @@ fn missing_path_is_a_usage_error() {
 #[test]
 fn unknown_rule_and_bad_flags_are_usage_errors() {
     assert_eq!(run(&["rules", "CA999"]).status.code(), Some(2));
-    assert_eq!(run(&["scan", ".", "-A", "CA999"]).status.code(), Some(2));
+    assert_eq!(
+        run(&["scan", ".", "--allow", "CA999"]).status.code(),
+        Some(2)
+    );
+    // `-A` is --all-namespaces, as in kubectl; clippy's habit gets pointed at --allow.
+    let o = run(&["scan", ".", "-A", "CA304"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("turn a rule off with --allow CA304"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     assert_eq!(
         run(&["scan", ".", "--output-file", "xml=out"])
             .status
@@ -72,7 +83,12 @@ fn fixtures_fail_and_levels_change_the_exit_code() {
     // Everything off: clean.
     let all: Vec<&str> = ctrlaudit::rules::RULES.iter().map(|r| r.code).collect();
     let joined = all.join(",");
-    let o = run(&["scan", "fixtures/scan/CA203-polling-requeue", "-A", &joined]);
+    let o = run(&[
+        "scan",
+        "fixtures/scan/CA203-polling-requeue",
+        "--allow",
+        &joined,
+    ]);
     assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
     let o = run(&[
         "scan",

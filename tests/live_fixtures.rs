@@ -11,6 +11,7 @@ use std::process::Command;
 use ctrlaudit::config::Config;
 use ctrlaudit::live::record::{self, Expectation};
 use ctrlaudit::live::{detectors, snapshot::Snapshot};
+use ctrlaudit::policy::Policy;
 
 fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/live")
@@ -47,7 +48,9 @@ fn every_fixture_gives_exactly_its_expected_findings() {
     for dir in dirs {
         let name = dir.file_name().unwrap().to_string_lossy().to_string();
         let snap = record::read(&dir).unwrap_or_else(|e| panic!("{name}: {e:#}"));
-        let findings = detectors::run_all(&snap, &config_for(&dir));
+        let cfg = config_for(&dir);
+        let mut findings = detectors::run_all(&snap, &cfg);
+        Policy::from_config(&cfg).apply(&mut findings);
         let got: BTreeSet<Expectation> = record::expectations(&findings).into_iter().collect();
         let want: BTreeSet<Expectation> =
             record::read_expected(&dir).unwrap().into_iter().collect();
@@ -101,7 +104,9 @@ fn thresholds_come_from_the_config() {
     cfg.thresholds.convergence_lag_secs = 1_000.0;
     assert!(detectors::run_all(&snap, &cfg).is_empty());
     cfg = Config::parse("[rules]\nCA102 = \"off\"\n", Path::new("ctrlaudit.toml")).unwrap();
-    assert!(detectors::run_all(&snap, &cfg).is_empty());
+    let mut findings = detectors::run_all(&snap, &cfg);
+    Policy::from_config(&cfg).apply(&mut findings);
+    assert!(findings.is_empty());
 }
 
 #[test]
@@ -112,54 +117,88 @@ fn malformed_audit_lines_are_counted() {
     assert_eq!(a.requests, 54);
 }
 
+/// What one run of the binary gave: exit code, stdout as JSON (null when it is not), stderr.
+struct Run {
+    code: Option<i32>,
+    doc: serde_json::Value,
+    stderr: String,
+}
+
+impl Run {
+    fn of(args: &[&std::ffi::OsStr]) -> Run {
+        let out = Command::new(env!("CARGO_BIN_EXE_kubectl-ctrlaudit"))
+            .args(args)
+            .output()
+            .unwrap();
+        Run {
+            code: out.status.code(),
+            doc: serde_json::from_slice(&out.stdout).unwrap_or_default(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    /// `live --replay` of a fixture with `-o json` and `extra`.
+    fn replay(fixture: &str, extra: &[&str]) -> Run {
+        let dir = fixtures().join(fixture);
+        let mut args = vec!["live".as_ref(), "--replay".as_ref(), dir.as_os_str()];
+        args.extend(["-o", "json"].iter().chain(extra).map(std::ffi::OsStr::new));
+        Run::of(&args)
+    }
+
+    /// (code, severity) of every finding.
+    fn levels(&self) -> BTreeSet<(&str, &str)> {
+        self.findings()
+            .map(|f| (f["code"].as_str().unwrap(), f["severity"].as_str().unwrap()))
+            .collect()
+    }
+
+    fn codes(&self) -> BTreeSet<&str> {
+        self.findings()
+            .map(|f| f["code"].as_str().unwrap())
+            .collect()
+    }
+
+    fn findings(&self) -> impl Iterator<Item = &serde_json::Value> {
+        self.doc["findings"].as_array().into_iter().flatten()
+    }
+}
+
 #[test]
 fn replay_through_the_command_line() {
-    let out = Command::new(env!("CARGO_BIN_EXE_kubectl-ctrlaudit"))
-        .args(["live", "--replay"])
-        .arg(fixtures().join("annotation-loop"))
-        .args(["-o", "json"])
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(doc["command"], "live");
-    let codes: BTreeSet<&str> = doc["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["code"].as_str().unwrap())
-        .collect();
+    let run = Run::replay("annotation-loop", &[]);
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert_eq!(run.doc["command"], "live");
+    let codes = run.codes();
     assert!(
         codes.contains("CA202") && codes.contains("CA201"),
         "{codes:?}"
     );
+    assert!(run.findings().all(|f| f["lens"] == "live"));
+
+    // The same policy step as scan: --allow drops a rule, -W/-D set its level, an unknown code is exit 2.
+    let run = Run::replay("annotation-loop", &["--allow", "CA201,CA202"]);
+    let codes = run.codes();
     assert!(
-        doc["findings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|f| f["lens"] == "live")
+        !codes.contains("CA201") && !codes.contains("CA202"),
+        "{codes:?}"
+    );
+    assert_eq!(run.code, Some(if codes.is_empty() { 0 } else { 1 }));
+    let run = Run::replay("annotation-loop", &["-W", "CA202", "-D", "CA201"]);
+    let levels = run.levels();
+    assert!(levels.contains(&("CA202", "warning")), "{levels:?}");
+    assert!(levels.contains(&("CA201", "error")), "{levels:?}");
+    let run = Run::replay("annotation-loop", &["--deny", "CA999"]);
+    assert_eq!(run.code, Some(2), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("unknown rule \"CA999\" in --deny"),
+        "{}",
+        run.stderr
     );
 
     // The good window: nothing, exit 0; junit and sarif render too.
     for fmt in ["table", "junit", "sarif", "github"] {
-        let out = Command::new(env!("CARGO_BIN_EXE_kubectl-ctrlaudit"))
-            .args(["live", "--replay"])
-            .arg(fixtures().join("good"))
-            .args(["-o", fmt])
-            .output()
-            .unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{fmt}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let run = Run::replay("good", &["-o", fmt]);
+        assert_eq!(run.code, Some(0), "{fmt}: {}", run.stderr);
     }
 }
 
@@ -180,53 +219,40 @@ fn unreachable_cluster_is_exit_3_with_a_note() {
         ),
     )
     .unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_kubectl-ctrlaudit"))
-        .args(["live", "--duration", "1s", "-o", "json", "--kubeconfig"])
-        .arg(&kubeconfig)
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(3),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let notes = doc["notes"].to_string();
+    let run = Run::of(&[
+        "live".as_ref(),
+        "--duration".as_ref(),
+        "1s".as_ref(),
+        "-o".as_ref(),
+        "json".as_ref(),
+        "--kubeconfig".as_ref(),
+        kubeconfig.as_os_str(),
+    ]);
+    assert_eq!(run.code, Some(3), "{}", run.stderr);
+    let notes = run.doc["notes"].to_string();
     assert!(notes.contains("unreachable"), "{notes}");
     assert!(notes.contains("apiserver /metrics"), "{notes}");
 }
 
 #[test]
 fn offline_audit_log_needs_no_cluster() {
-    let out = Command::new(env!("CARGO_BIN_EXE_kubectl-ctrlaudit"))
-        .args(["live", "--offline", "--audit-log"])
-        .arg(
-            fixtures()
-                .join("tenants-and-reads-audit")
-                .join(record::AUDIT),
-        )
-        .args(["-o", "json"])
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let codes: BTreeSet<&str> = doc["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["code"].as_str().unwrap())
-        .collect();
-    assert_eq!(codes, BTreeSet::from(["CA303", "CA401"]));
+    let log = fixtures()
+        .join("tenants-and-reads-audit")
+        .join(record::AUDIT);
+    let run = Run::of(&[
+        "live".as_ref(),
+        "--offline".as_ref(),
+        "--audit-log".as_ref(),
+        log.as_os_str(),
+        "-o".as_ref(),
+        "json".as_ref(),
+    ]);
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert_eq!(run.codes(), BTreeSet::from(["CA303", "CA401"]));
     assert!(
-        doc["notes"].to_string().contains("1 of 55 lines"),
+        run.doc["notes"].to_string().contains("1 of 55 lines"),
         "{}",
-        doc["notes"]
+        run.doc["notes"]
     );
 }
 

@@ -23,7 +23,7 @@ use ctrlaudit::cli::{Cli, Command};
 use ctrlaudit::config::Config;
 use ctrlaudit::finding::{Finding, Subject};
 use ctrlaudit::live::snapshot::{Snapshot, Window};
-use ctrlaudit::live::{self, Outcome, detectors, record};
+use ctrlaudit::live::{self, Observed, detectors, record};
 use kube::Client;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
@@ -134,7 +134,7 @@ async fn create_widgets(client: &Client, ns: &str, n: usize) {
     }
 }
 
-fn live_args(ns: &str, extra: &[&str]) -> (ctrlaudit::cli::GlobalArgs, live::LiveArgs) {
+fn live_args(ns: &str, extra: &[&str]) -> (ctrlaudit::connect::ClusterArgs, live::LiveArgs) {
     let mut argv = vec![
         "kubectl-ctrlaudit",
         "live",
@@ -148,7 +148,7 @@ fn live_args(ns: &str, extra: &[&str]) -> (ctrlaudit::cli::GlobalArgs, live::Liv
     argv.extend_from_slice(extra);
     let cli = Cli::try_parse_from(argv).unwrap();
     match cli.command {
-        Command::Live(a) => (cli.global, a),
+        Command::Live(a) => (cli.global.cluster, a),
         other => panic!("not live: {other:?}"),
     }
 }
@@ -158,7 +158,7 @@ async fn observe<F: Future<Output = ()>>(
     env: &common::TestEnv,
     extra: &[&str],
     drive: F,
-) -> Outcome {
+) -> Observed {
     let (g, a) = live_args(&env.namespace, extra);
     let client = env.readonly.clone();
     let ns = env.namespace.clone();
@@ -174,7 +174,7 @@ fn codes(findings: &[Finding]) -> BTreeSet<&str> {
     findings.iter().map(|f| f.code.as_str()).collect()
 }
 
-fn show(o: &Outcome) -> String {
+fn show(o: &Observed) -> String {
     let mut s = String::new();
     for f in &o.findings {
         s.push_str(&format!(
@@ -191,7 +191,7 @@ fn show(o: &Outcome) -> String {
 }
 
 /// Saves the window as `fixtures/live/<name>/` with the namespace replaced by a stable one.
-fn record_fixture(name: &str, o: &Outcome, ns: &str) {
+fn record_fixture(name: &str, o: &Observed, ns: &str) {
     if !bless() {
         return;
     }

@@ -100,3 +100,33 @@ fn bad_examples_fire_and_good_examples_do_not() {
     }
     assert!(checked >= 26, "only {checked} examples checked");
 }
+
+const TABLE_START: &str = "<!-- rules-table:start (generated from src/rules.rs; CTRLAUDIT_BLESS=1 cargo test --test rule_docs rewrites it) -->\n";
+const TABLE_END: &str = "<!-- rules-table:end -->";
+
+/// README's rule table is the registry's: a rule renamed, re-levelled or given a bench pair in `src/rules.rs`
+/// changes README too (with `CTRLAUDIT_BLESS=1` the test writes the new table instead of failing).
+#[test]
+fn readme_table_is_the_registry() {
+    let readme = std::fs::read_to_string("README.md").unwrap();
+    let start = readme
+        .find(TABLE_START)
+        .expect("README has the rules-table markers")
+        + TABLE_START.len();
+    let end = readme[start..]
+        .find(TABLE_END)
+        .expect("README has the end marker")
+        + start;
+    let want = ctrlaudit::rules::markdown_table();
+    if readme[start..end] == want {
+        return;
+    }
+    if std::env::var_os("CTRLAUDIT_BLESS").is_some() {
+        let fixed = format!("{}{want}{}", &readme[..start], &readme[end..]);
+        std::fs::write("README.md", fixed).unwrap();
+        return;
+    }
+    panic!(
+        "README's rule table differs from src/rules.rs; run `CTRLAUDIT_BLESS=1 cargo test --test rule_docs` or paste:\n{want}"
+    );
+}

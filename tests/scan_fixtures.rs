@@ -3,49 +3,12 @@
 //! (one caret per line).
 #![allow(clippy::unwrap_used)]
 
+mod expect;
+
 use ctrlaudit::config::Config;
+use ctrlaudit::policy::Policy;
 use ctrlaudit::scan::{ScanOptions, scan};
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            rust_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push(p);
-        }
-    }
-}
-
-/// (file, line, code) → count, from the markers.
-fn expectations(root: &Path) -> BTreeMap<(String, usize, String), usize> {
-    let mut files = Vec::new();
-    rust_files(root, &mut files);
-    let mut exp = BTreeMap::new();
-    for f in files {
-        let bytes = std::fs::read(&f).unwrap();
-        let text = String::from_utf8_lossy(&bytes);
-        let name = f.to_string_lossy().replace('\\', "/");
-        for (i, line) in text.lines().enumerate() {
-            let Some(pos) = line.find("//~") else {
-                continue;
-            };
-            let rest = &line[pos + 3..];
-            let carets = rest.chars().take_while(|c| *c == '^').count();
-            for code in rest[carets..]
-                .split_whitespace()
-                .take_while(|w| w.starts_with("CA"))
-            {
-                let target = i + 1 - carets;
-                *exp.entry((name.clone(), target, code.to_string()))
-                    .or_default() += 1;
-            }
-        }
-    }
-    exp
-}
+use std::path::PathBuf;
 
 #[test]
 fn scan_fixtures_match_inline_expectations() {
@@ -53,51 +16,15 @@ fn scan_fixtures_match_inline_expectations() {
     let opts = ScanOptions {
         paths: vec![root.clone()],
         config: Config::default(),
-        overrides: BTreeMap::new(),
+        policy: Policy::default(),
         threads: None,
     };
     let result = scan(&opts).unwrap();
-    let mut actual: BTreeMap<(String, usize, String), usize> = BTreeMap::new();
-    for f in &result.findings {
+    let expected = expect::markers_under(&root, &|p| p.to_string_lossy().replace('\\', "/"));
+    expect::assert_matches(&expected, &result.findings, &|f| {
         let s = f.subject.span().unwrap();
-        *actual
-            .entry((s.file.clone(), s.line, f.code.clone()))
-            .or_default() += 1;
-    }
-    let expected = expectations(&root);
-    let mut problems = Vec::new();
-    for (k, n) in &expected {
-        let got = actual.get(k).copied().unwrap_or(0);
-        if got < *n {
-            problems.push(format!(
-                "missing   {}:{} {} (expected {n}, got {got})",
-                k.0, k.1, k.2
-            ));
-        }
-    }
-    for (k, n) in &actual {
-        let want = expected.get(k).copied().unwrap_or(0);
-        if *n > want {
-            let msg = result
-                .findings
-                .iter()
-                .find(|f| {
-                    f.code == k.2
-                        && f.subject
-                            .span()
-                            .is_some_and(|s| s.file == k.0 && s.line == k.1)
-                })
-                .map(|f| f.message.clone())
-                .unwrap_or_default();
-            problems.push(format!("unexpected {}:{} {} — {msg}", k.0, k.1, k.2));
-        }
-    }
-    assert!(
-        problems.is_empty(),
-        "{} mismatches:\n{}",
-        problems.len(),
-        problems.join("\n")
-    );
+        (s.file.clone(), s.line, f.code.clone())
+    });
     assert!(
         expected.len() > 50,
         "too few expectations: {}",

@@ -222,7 +222,7 @@ impl BenchArgs {
                 )));
             };
             let Some(pair) = catalog::rule_pair(rule.code) else {
-                let with: Vec<&str> = catalog::RULE_PAIRS.iter().map(|p| p.code).collect();
+                let with: Vec<&str> = catalog::rule_pairs().map(|p| p.code).collect();
                 return Err(usage(format!(
                     "rule {} has no bench pair; rules with one: {}",
                     rule.code,

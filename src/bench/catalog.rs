@@ -59,14 +59,14 @@ pub static VARIANTS: &[VariantSpec] = &[
         "good-update",
         Code::GoodUpdate,
         5,
-        None,
+        Some("CA301"),
         "replace_status + retry on 409 (get, retry), 5 workers",
     ),
     v(
         "good-update-single",
         Code::GoodUpdate,
         1,
-        None,
+        Some("CA301"),
         "good-update with 1 worker",
     ),
     watchlist(GOOD, "good-watchlist"),
@@ -148,68 +148,25 @@ pub fn variant(name: &str) -> Option<&'static VariantSpec> {
     VARIANTS.iter().find(|v| v.name == name)
 }
 
-/// What a rule's bench pair runs.
-#[derive(Debug, Clone, Copy)]
+/// What a rule's bench pair runs, from the rule registry (the one place a pair is defined).
+#[derive(Debug, Clone)]
 pub struct RulePair {
     pub code: &'static str,
-    pub variants: &'static [&'static str],
+    pub variants: Vec<&'static str>,
     /// Spec writes per second per namespace by another writer (the conflict pair needs one).
     pub churn: f64,
 }
 
-pub static RULE_PAIRS: &[RulePair] = &[
-    RulePair {
-        code: "CA101",
-        variants: &["bad-status-on-main", "good"],
-        churn: 0.0,
-    },
-    RulePair {
-        code: "CA201",
-        variants: &["bad-no-predicate", "good"],
-        churn: 0.0,
-    },
-    RulePair {
-        code: "CA202",
-        variants: &["bad-annotation-loop", "good"],
-        churn: 0.0,
-    },
-    RulePair {
-        code: "CA203",
-        variants: &["bad-poll", "good"],
-        churn: 0.0,
-    },
-    RulePair {
-        code: "CA301",
-        variants: &["good-update", "good"],
-        churn: DEFAULT_CHURN,
-    },
-    RulePair {
-        code: "CA302",
-        variants: &["good-single", "good", "unbounded"],
-        churn: 0.0,
-    },
-    RulePair {
-        code: "CA303",
-        variants: &["bad-uncached", "good"],
-        churn: 0.0,
-    },
-    RulePair {
-        code: "CA401",
-        variants: &["per-tenant", "shared"],
-        churn: 0.0,
-    },
-    RulePair {
-        code: "CA402",
-        variants: &["bad-cardinality", "good"],
-        churn: 0.0,
-    },
-    // CA403 is the ceiling probe itself: no variants, the probe is the measurement.
-    RulePair {
-        code: "CA403",
-        variants: &[],
-        churn: 0.0,
-    },
-];
+/// Every rule with a bench pair, by code.
+pub fn rule_pairs() -> impl Iterator<Item = RulePair> {
+    crate::rules::RULES.iter().filter_map(|r| {
+        r.bench_pair.map(|p| RulePair {
+            code: r.code,
+            variants: p.variants().collect(),
+            churn: if p.other_writer { DEFAULT_CHURN } else { 0.0 },
+        })
+    })
+}
 
 /// The conflict experiments' other writer: spec writes per second per namespace, on a small hot set.
 pub const DEFAULT_CHURN: f64 = 20.0;
@@ -279,10 +236,8 @@ pub fn experiment(name: &str) -> Option<&'static Experiment> {
 }
 
 /// A rule's pair by code (case-insensitive).
-pub fn rule_pair(code: &str) -> Option<&'static RulePair> {
-    RULE_PAIRS
-        .iter()
-        .find(|p| p.code.eq_ignore_ascii_case(code))
+pub fn rule_pair(code: &str) -> Option<RulePair> {
+    rule_pairs().find(|p| p.code.eq_ignore_ascii_case(code))
 }
 
 /// The `--list` text.
@@ -304,7 +259,7 @@ pub fn listing() -> String {
         ]);
     }
     let mut out = format!("{t}\n\nRule pairs (--rule CODE):\n");
-    for p in RULE_PAIRS {
+    for p in rule_pairs() {
         let what = if p.variants.is_empty() {
             "the API server write-ceiling probe".to_string()
         } else {
@@ -341,9 +296,8 @@ mod tests {
                 a.name.len() <= 30 && a.name.bytes().all(|c| c.is_ascii_lowercase() || c == b'-')
             );
         }
-        for p in RULE_PAIRS {
-            assert!(crate::rules::find(p.code).is_some(), "{}", p.code);
-            for n in p.variants {
+        for p in rule_pairs() {
+            for n in &p.variants {
                 assert!(variant(n).is_some(), "{}: {n}", p.code);
             }
         }
@@ -355,12 +309,28 @@ mod tests {
     }
 
     #[test]
-    fn every_rule_with_a_bench_pair_has_one_here() {
-        for r in crate::rules::RULES
-            .iter()
-            .filter(|r| r.bench_pair.is_some())
-        {
-            assert!(rule_pair(r.code).is_some(), "{} has no RulePair", r.code);
+    fn a_pair_shows_its_rule_on_the_bad_side_only() {
+        for r in crate::rules::RULES {
+            let Some(p) = r.bench_pair else {
+                assert!(
+                    VARIANTS.iter().all(|v| v.rule != Some(r.code)),
+                    "{} has variants but no pair",
+                    r.code
+                );
+                continue;
+            };
+            for n in p.bad {
+                assert_eq!(variant(n).map(|v| v.rule), Some(Some(r.code)), "{n}");
+            }
+            for n in p.good {
+                assert_eq!(variant(n).map(|v| v.rule), Some(None), "{n}");
+            }
+            assert_eq!(
+                r.has_lens(crate::finding::Lens::Bench),
+                !p.bad.is_empty(),
+                "{}: the bench lens and the bench pair disagree",
+                r.code
+            );
         }
     }
 }

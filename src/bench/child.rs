@@ -19,7 +19,7 @@ use super::endpoint;
 use super::instrument::{VariantCtx, VariantOptions};
 use super::variants;
 use super::widget::Widget;
-use crate::cli::GlobalArgs;
+use crate::connect::ClusterArgs;
 use crate::duration;
 
 /// The binary to start children from: `CTRLAUDIT_BENCH_EXE`, else this process's own executable.
@@ -31,7 +31,7 @@ pub fn exe() -> Result<PathBuf> {
 }
 
 /// The global flags a child needs to reach the same cluster as the same user.
-fn cluster_flags(g: &GlobalArgs) -> Vec<String> {
+fn cluster_flags(g: &ClusterArgs) -> Vec<String> {
     let mut v = Vec::new();
     if let Some(k) = &g.kubeconfig {
         v.push("--kubeconfig".to_string());
@@ -55,7 +55,7 @@ pub struct ChildVariant {
 /// Starts `variant` over `namespaces` in a child process and waits for its metrics address.
 pub async fn spawn_design(
     exe: &Path,
-    g: &GlobalArgs,
+    g: &ClusterArgs,
     variant: &str,
     namespaces: &[String],
     selector: &str,
@@ -119,12 +119,12 @@ impl ChildVariant {
 
 /// The child side: runs the tenant design until stdin closes. Prints `listening ADDR` first.
 pub fn run_design(
-    g: &GlobalArgs,
+    g: &ClusterArgs,
     variant: &str,
     namespaces: Vec<String>,
     selector: String,
     work: &str,
-) -> Result<u8> {
+) -> Result<()> {
     let spec = catalog::variant(variant)
         .filter(|s| s.tenant_design)
         .with_context(|| format!("{variant:?} is not a tenant design"))?;
@@ -135,7 +135,7 @@ pub fn run_design(
         .build()
         .context("starting the runtime")?;
     rt.block_on(async move {
-        let config = cluster::kube_config(g).await?;
+        let config = g.config().await?;
         let rest = RestMetrics::default();
         let client = client::build(
             &config,
@@ -174,13 +174,13 @@ pub fn run_design(
         stop.stop();
         let _ = tokio::time::timeout(Duration::from_secs(8), design).await;
         server.abort();
-        Ok::<u8, anyhow::Error>(crate::cli::exit::CLEAN)
+        Ok::<(), anyhow::Error>(())
     })
 }
 
 /// `create-one`: what `kubectl apply -f widget.yaml` does for a new object, in a fresh process: load the
 /// kubeconfig, connect, GET (404), POST with the last-applied-configuration annotation.
-pub fn create_one(g: &GlobalArgs, name: &str, run_id: &str) -> Result<u8> {
+pub fn create_one(g: &ClusterArgs, name: &str, run_id: &str) -> Result<()> {
     let namespace = g
         .namespace
         .clone()
@@ -190,7 +190,7 @@ pub fn create_one(g: &GlobalArgs, name: &str, run_id: &str) -> Result<u8> {
         .build()
         .context("starting the runtime")?;
     rt.block_on(async {
-        let config = cluster::kube_config(g).await?;
+        let config = g.config().await?;
         let client = kube::Client::try_from(config).context("building the client")?;
         let api: Api<Widget> = Api::namespaced(client, &namespace);
         let mut w = cluster::widget(0, run_id, "speed-process-per-object");
@@ -208,14 +208,14 @@ pub fn create_one(g: &GlobalArgs, name: &str, run_id: &str) -> Result<u8> {
                 .await
                 .context("POST")?;
         }
-        Ok(crate::cli::exit::CLEAN)
+        Ok(())
     })
 }
 
 /// Runs `create-one` as a child process (the speed comparison's sequential loop).
 pub async fn create_one_process(
     exe: &Path,
-    g: &GlobalArgs,
+    g: &ClusterArgs,
     namespace: &str,
     name: &str,
     run_id: &str,
@@ -257,7 +257,7 @@ pub fn find_kubectl() -> Option<PathBuf> {
 /// One iteration of the seed's loop: `kubectl apply -f -` with one Widget manifest on stdin.
 pub async fn kubectl_apply(
     kubectl: &Path,
-    g: &GlobalArgs,
+    g: &ClusterArgs,
     namespace: &str,
     name: &str,
     run_id: &str,

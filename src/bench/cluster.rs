@@ -17,7 +17,6 @@ use kube::runtime::wait::{await_condition, conditions};
 use kube::{Client, CustomResourceExt};
 
 use super::widget::{Widget, WidgetSpec};
-use crate::cli::GlobalArgs;
 
 /// Labels on everything the bench creates.
 pub const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "kubectl-ctrlaudit");
@@ -41,12 +40,6 @@ pub enum ClusterError {
          Delete it if nothing else uses it (kubectl delete crd {CRD_NAME}) or use another cluster"
     )]
     CrdConflict { differences: String },
-}
-
-/// The kube config from `--kubeconfig`/`--context`, else the usual inference (KUBECONFIG, ~/.kube/config,
-/// in-cluster).
-pub async fn kube_config(g: &GlobalArgs) -> Result<kube::Config> {
-    crate::connect::config(g.kubeconfig.as_deref(), g.context.as_deref()).await
 }
 
 /// The API server's version (`major.minor`, git version), or [`ClusterError::Unreachable`].

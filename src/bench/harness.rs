@@ -26,8 +26,9 @@ use super::report::{ApiServer, BenchReport, Bookkeeping, Method, Speed};
 use super::summary::{self, Meta};
 use super::widget::Widget;
 use super::{chart, churn, endpoint, probe, variants};
-use crate::cli::GlobalArgs;
+use crate::connect::ClusterArgs;
 use crate::duration;
+use crate::exit::Failure;
 
 /// Requests in flight while creating objects: enough to keep one API server busy, not to drown it.
 pub const CREATE_PARALLELISM: usize = 32;
@@ -107,8 +108,8 @@ async fn interruptible<T>(
 
 /// Runs a plan end to end and returns its report (complete or not). Errors only when nothing could be
 /// measured (unreachable cluster, missing permissions, a conflicting CRD).
-pub async fn run(g: &GlobalArgs, plan: &Plan) -> Result<BenchReport> {
-    let config = cluster::kube_config(g).await?;
+pub async fn run(g: &ClusterArgs, plan: &Plan) -> Result<BenchReport> {
+    let config = g.config().await?;
     let url = config.cluster_url.to_string();
     let admin = client::build(&config, "kubectl-ctrlaudit/bench", &RestMetrics::default())?;
     let version = cluster::version(&admin, &url).await?;
@@ -194,7 +195,7 @@ pub async fn run(g: &GlobalArgs, plan: &Plan) -> Result<BenchReport> {
 #[allow(clippy::too_many_arguments)]
 async fn measure_and_clean_up(
     st: &mut State,
-    g: &GlobalArgs,
+    g: &ClusterArgs,
     plan: &Plan,
     config: &kube::Config,
     admin: &Client,
@@ -326,7 +327,7 @@ async fn create_namespaces(
 #[allow(clippy::too_many_arguments)]
 async fn execute(
     st: &mut State,
-    g: &GlobalArgs,
+    g: &ClusterArgs,
     plan: &Plan,
     config: &kube::Config,
     admin: &Client,
@@ -685,7 +686,7 @@ async fn stop_all(st: &mut State) {
 /// `--experiment speed`: N Widgets three ways, side by side on the same API server.
 async fn speed(
     st: &mut State,
-    g: &GlobalArgs,
+    g: &ClusterArgs,
     plan: &Plan,
     admin: &Client,
     int: &mut watch::Receiver<bool>,
@@ -811,18 +812,18 @@ async fn speed(
     Ok(())
 }
 
-/// Turns a run's error into its exit code: usage 2, anything about the cluster 3.
-pub fn exit_code(e: &anyhow::Error) -> u8 {
+/// A run's error as a failure: a usage error exits 2, anything about the cluster 3.
+pub fn failure(e: anyhow::Error) -> Failure {
     if e.downcast_ref::<super::args::UsageError>().is_some() {
-        crate::cli::exit::USAGE
+        Failure::usage(e)
     } else {
-        crate::cli::exit::NO_EVIDENCE
+        Failure::no_evidence(e)
     }
 }
 
 /// Used by `--cleanup`: connects and removes a run's leftovers.
 pub async fn cleanup_only(
-    g: &GlobalArgs,
+    g: &ClusterArgs,
     run_id: &str,
     finalize: bool,
 ) -> Result<cluster::CleanupReport> {
@@ -831,7 +832,7 @@ pub async fn cleanup_only(
             "--cleanup {run_id:?}: expected a run id such as 3f9a1c (printed at the start of each run)"
         ))));
     }
-    let config = cluster::kube_config(g).await?;
+    let config = g.config().await?;
     let url = config.cluster_url.to_string();
     let admin = client::build(&config, "kubectl-ctrlaudit/bench", &RestMetrics::default())?;
     cluster::version(&admin, &url).await?;

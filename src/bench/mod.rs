@@ -28,121 +28,111 @@ pub mod widget;
 
 pub use args::BenchArgs;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, anyhow};
 
-use crate::cli::{GlobalArgs, exit};
+use crate::connect::ClusterArgs;
+use crate::exit::{Failure, Outcome, Status};
 use crate::output;
-use crate::report::Format;
-use args::{Internal, UsageError};
+use crate::report::{Format, OutputArgs};
+use args::Internal;
 
-/// Runs `kubectl ctrlaudit bench`; returns the exit code (0 a complete run, 2 a usage error, 3 the cluster
-/// could not be measured or the run was cut short).
-pub fn run(g: &GlobalArgs, a: &BenchArgs) -> Result<u8> {
+/// Runs `kubectl ctrlaudit bench`: Clean a complete run, a usage failure for bad arguments, NoEvidence when
+/// the cluster could not be measured or the run was cut short.
+pub fn run(g: &ClusterArgs, out: &OutputArgs, a: &BenchArgs) -> Outcome {
     match &a.internal {
-        Some(Internal::CreateOne { name, run }) => return child::create_one(g, name, run),
+        Some(Internal::CreateOne { name, run }) => {
+            child::create_one(g, name, run)?;
+            return Ok(Status::Clean);
+        }
         Some(Internal::Child {
             variant,
             namespaces,
             selector,
             work,
-        }) => return child::run_design(g, variant, namespaces.clone(), selector.clone(), work),
+        }) => {
+            child::run_design(g, variant, namespaces.clone(), selector.clone(), work)?;
+            return Ok(Status::Clean);
+        }
         None => {}
     }
     if a.list {
-        output::print(&catalog::listing())?;
-        return Ok(exit::CLEAN);
+        output::print(&catalog::listing()).context("writing to stdout")?;
+        return Ok(Status::Clean);
     }
-    let json = match g.output {
+    let json = match out.output {
         Format::Table => false,
         Format::Json => true,
         other => {
-            eprintln!("error: bench prints a table or JSON (-o json), not {other:?}");
-            return Ok(exit::USAGE);
+            return Err(Failure::usage(anyhow!(
+                "bench prints a table or JSON (-o json), not {other}"
+            )));
         }
     };
-    if !g.output_files.is_empty() {
-        eprintln!(
-            "error: bench writes its files to --output-dir; --output-file is not supported here"
-        );
-        return Ok(exit::USAGE);
+    if !out.output_files.is_empty() {
+        return Err(Failure::usage(anyhow!(
+            "bench writes its files to --output-dir; --output-file is not supported here"
+        )));
     }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("starting the runtime")?;
     if let Some(run_id) = &a.cleanup {
-        return Ok(
-            match rt.block_on(harness::cleanup_only(g, run_id, a.finalize_namespaces)) {
-                Ok(r) => {
-                    if json {
-                        output::println(&serde_json::to_string_pretty(&r)?)?;
-                    } else {
-                        output::println(&format!(
-                            "run {run_id}: deleted {} namespaces{}{}",
-                            r.namespaces_deleted.len(),
-                            if r.crd_deleted {
-                                " and the CRD it installed"
-                            } else {
-                                ""
-                            },
-                            if r.terminating.is_empty() {
-                                String::new()
-                            } else {
-                                format!("; still Terminating: {}", r.terminating.join(", "))
-                            }
-                        ))?;
-                        for e in &r.errors {
-                            eprintln!("cleanup: {e}");
-                        }
-                    }
-                    if r.complete() {
-                        exit::CLEAN
-                    } else {
-                        exit::NO_EVIDENCE
-                    }
+        let r = rt
+            .block_on(harness::cleanup_only(g, run_id, a.finalize_namespaces))
+            .map_err(harness::failure)?;
+        if json {
+            output::println(&serde_json::to_string_pretty(&r).context("serialising")?)
+                .context("writing to stdout")?;
+        } else {
+            output::println(&format!(
+                "run {run_id}: deleted {} namespaces{}{}",
+                r.namespaces_deleted.len(),
+                if r.crd_deleted {
+                    " and the CRD it installed"
+                } else {
+                    ""
+                },
+                if r.terminating.is_empty() {
+                    String::new()
+                } else {
+                    format!("; still Terminating: {}", r.terminating.join(", "))
                 }
-                Err(e) => {
-                    eprintln!("error: {e:#}");
-                    harness::exit_code(&e)
-                }
-            },
-        );
-    }
-    let plan = match a.plan() {
-        Ok(p) => p,
-        Err(UsageError(msg)) => {
-            eprintln!("error: {msg}");
-            return Ok(exit::USAGE);
+            ))
+            .context("writing to stdout")?;
+            for e in &r.errors {
+                eprintln!("cleanup: {e}");
+            }
         }
-    };
+        return Ok(if r.complete() {
+            Status::Clean
+        } else {
+            Status::NoEvidence
+        });
+    }
+    let plan = a.plan().map_err(Failure::usage)?;
     let result = rt.block_on(harness::run(g, &plan));
     // Children and stray tasks must not keep the process alive once the report is out.
     rt.shutdown_timeout(std::time::Duration::from_secs(2));
-    match result {
-        Ok(report) => {
-            if json {
-                output::println(&serde_json::to_string_pretty(&report)?)?;
-            } else {
-                output::print(&report.render_table())?;
-            }
-            if !report.complete {
-                eprintln!(
-                    "the run is incomplete: {}",
-                    report
-                        .incomplete_reason
-                        .as_deref()
-                        .unwrap_or("stopped early")
-                );
-            }
-            Ok(if report.complete {
-                exit::CLEAN
-            } else {
-                exit::NO_EVIDENCE
-            })
-        }
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            Ok(harness::exit_code(&e))
-        }
+    let report = result.map_err(harness::failure)?;
+    if json {
+        output::println(&serde_json::to_string_pretty(&report).context("serialising")?)
+            .context("writing to stdout")?;
+    } else {
+        output::print(&report.render_table()).context("writing to stdout")?;
     }
+    if !report.complete {
+        eprintln!(
+            "the run is incomplete: {}",
+            report
+                .incomplete_reason
+                .as_deref()
+                .unwrap_or("stopped early")
+        );
+    }
+    Ok(if report.complete {
+        Status::Clean
+    } else {
+        Status::NoEvidence
+    })
 }

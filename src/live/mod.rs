@@ -10,11 +10,13 @@ pub mod snapshot;
 pub mod tracker;
 pub mod volatile;
 
-use crate::cli::{GlobalArgs, emit, exit};
 use crate::config::Config;
+use crate::connect::ClusterArgs;
+use crate::exit::{Failure, Outcome, Status};
 use crate::finding::Finding;
-use crate::report::{self, Note};
-use anyhow::{Context, Result, bail};
+use crate::policy::{Policy, PolicyArgs};
+use crate::report::{self, Note, OutputArgs};
+use anyhow::{Context, Result, anyhow};
 use clap::Args;
 use collect::{CollectOptions, MetricsTarget};
 use snapshot::Snapshot;
@@ -31,6 +33,8 @@ pub struct LiveArgs {
     /// Watch every namespace (also accepted before the command).
     #[arg(short = 'A', long = "all-namespaces")]
     pub all_namespaces: bool,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
     /// How long to watch: 60s, 2m, 1m30s, 500ms.
     #[arg(long, default_value = "60s", value_parser = crate::duration::parse_arg)]
     pub duration: Duration,
@@ -75,21 +79,6 @@ pub struct LiveArgs {
     pub no_apiserver_metrics: bool,
 }
 
-/// Builds a client from `--kubeconfig`/`--context` (or the usual inference) and returns it with the context's
-/// default namespace. The client announces itself with [`USER_AGENT`].
-pub async fn client(g: &GlobalArgs) -> Result<(kube::Client, String)> {
-    let mut config = crate::connect::config(g.kubeconfig.as_deref(), g.context.as_deref()).await?;
-    config.headers.push((
-        http::header::USER_AGENT,
-        http::HeaderValue::from_static(USER_AGENT),
-    ));
-    let ns = config.default_namespace.clone();
-    Ok((
-        kube::Client::try_from(config).context("building the kube client")?,
-        ns,
-    ))
-}
-
 /// `[NS/]NAME` → (namespace, name).
 fn split_pod(spec: &str, default_ns: &str) -> (String, String) {
     match spec.split_once('/') {
@@ -100,19 +89,21 @@ fn split_pod(spec: &str, default_ns: &str) -> (String, String) {
 
 /// Everything one run produced.
 #[derive(Debug)]
-pub struct Outcome {
+pub struct Observed {
     pub snapshot: Snapshot,
     pub findings: Vec<Finding>,
 }
 
-/// Collects (or replays) and detects, without printing: the library entry point the tests use.
+/// Collects (or replays), detects and applies the rule levels, without printing: the library entry point
+/// the tests use. An unknown rule code in `--deny/--warn/--allow` fails before anything is watched.
 pub async fn observe(
     client: Option<(kube::Client, String)>,
-    g: &GlobalArgs,
+    g: &ClusterArgs,
     all_namespaces: bool,
     a: &LiveArgs,
     cfg: &Config,
-) -> Result<Outcome> {
+) -> Result<Observed> {
+    let policy = Policy::new(cfg, &a.policy)?;
     let snapshot = match &a.replay {
         Some(dir) => record::read(dir)?,
         None => {
@@ -176,33 +167,39 @@ pub async fn observe(
             s
         }
     };
-    let findings = detectors::run_all(&snapshot, cfg);
+    let mut findings = detectors::run_all(&snapshot, cfg);
+    policy.apply(&mut findings);
     if let Some(dir) = &a.record {
         record::write(dir, &snapshot, &findings)?;
     }
-    Ok(Outcome { snapshot, findings })
+    Ok(Observed { snapshot, findings })
 }
 
-/// The `live` command: returns the exit code.
-pub fn run(g: &GlobalArgs, all_namespaces: bool, a: &LiveArgs) -> Result<u8> {
+/// The `live` command: Findings when one is at or above `--fail-on`, NoEvidence when nothing at all could
+/// be observed.
+pub fn run(g: &ClusterArgs, out: &OutputArgs, all_namespaces: bool, a: &LiveArgs) -> Outcome {
     let all_namespaces = all_namespaces || a.all_namespaces;
     if all_namespaces && g.namespace.is_some() {
-        bail!("-n/--namespace and -A/--all-namespaces exclude each other");
+        return Err(Failure::usage(anyhow!(
+            "-n/--namespace and -A/--all-namespaces exclude each other"
+        )));
     }
-    let outputs = report::output_files(&g.output_files)?;
+    let files = report::output_files(&out.output_files)?;
     let cfg = match &a.config {
         Some(p) => Config::load(p)?,
         None => Config::discover(std::path::Path::new("."))?,
     };
+    // Before the window, so that a mistyped code costs no wait.
+    Policy::new(&cfg, &a.policy).map_err(Failure::usage)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    let outcome = rt.block_on(async {
+    let observed = rt.block_on(async {
         let client = if a.replay.is_some() || a.offline {
             None
         } else {
-            match client(g).await {
+            match g.client(USER_AGENT).await {
                 Ok(c) => Some(c),
                 Err(e) => {
                     eprintln!("warning: {e:#}");
@@ -212,14 +209,13 @@ pub fn run(g: &GlobalArgs, all_namespaces: bool, a: &LiveArgs) -> Result<u8> {
         };
         observe(client, g, all_namespaces, a, &cfg).await
     })?;
-    let Outcome { snapshot, findings } = outcome;
+    let Observed { snapshot, findings } = observed;
     let stats = stats(&snapshot);
-    emit(g, "live", &findings, &snapshot.notes, &stats, &outputs)?;
+    out.emit("live", &findings, &snapshot.notes, &stats, &files)?;
     if !snapshot.has_evidence() {
-        return Ok(exit::NO_EVIDENCE);
+        return Ok(Status::NoEvidence);
     }
-    let trips = findings.iter().any(|f| g.fail_on.trips(f.severity));
-    Ok(if trips { exit::FINDINGS } else { exit::CLEAN })
+    Ok(out.status(&findings))
 }
 
 /// The stats line: what was watched and what it cost.

@@ -1,5 +1,6 @@
 //! Output formats: one `Report` (findings, notes, stats) rendered as a table, JSON, SARIF, JUnit or GitHub annotations.
 
+pub mod emit;
 pub mod github;
 pub mod json;
 pub mod junit;
@@ -10,6 +11,8 @@ use crate::finding::{Evidence, Finding, Lens, Severity};
 use anyhow::Context;
 use std::fmt;
 use std::str::FromStr;
+
+pub use emit::{Color, FailOn, OutputArgs};
 
 /// An output format of `-o` / `--output-file FORMAT=PATH`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]

@@ -3,6 +3,7 @@
 //! per-file models, joins them per crate, and runs one detector per rule.
 
 pub mod baseline;
+pub mod command;
 pub mod crd_yaml;
 pub mod eval;
 pub mod extract;
@@ -13,7 +14,8 @@ pub mod suppress;
 pub mod unit;
 
 use crate::config::Config;
-use crate::finding::{Finding, Severity, Span, sort_findings};
+use crate::finding::{Finding, Span, sort_findings};
+use crate::policy::Policy;
 use crate::report::Note;
 use aho_corasick::AhoCorasick;
 use rayon::prelude::*;
@@ -26,8 +28,8 @@ use std::time::Instant;
 pub struct ScanOptions {
     pub paths: Vec<PathBuf>,
     pub config: Config,
-    /// Rule code → severity override from `-D/-W/-A` (None = off).
-    pub overrides: BTreeMap<String, Option<Severity>>,
+    /// Rule levels: `ctrlaudit.toml`, then `-D/-W/--allow`.
+    pub policy: Policy,
     pub threads: Option<usize>,
 }
 
@@ -557,7 +559,7 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
         result.notes.extend(n);
         result.stats.parsed += parsed;
     }
-    apply_levels(&mut result.findings, config, &opts.overrides);
+    opts.policy.apply(&mut result.findings);
     sort_findings(&mut result.findings);
     result.findings.dedup();
     result
@@ -570,30 +572,6 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
 
 fn bytecount_lines(b: &[u8]) -> usize {
     b.iter().filter(|c| **c == b'\n').count()
-}
-
-/// Applies `[rules]` levels, then `-D/-W/-A` (which win).
-fn apply_levels(
-    findings: &mut Vec<Finding>,
-    config: &Config,
-    overrides: &BTreeMap<String, Option<Severity>>,
-) {
-    findings.retain_mut(|f| {
-        let mut sev = Some(f.severity);
-        if let Some(level) = config.rules.get(&f.code) {
-            sev = level.severity();
-        }
-        if let Some(o) = overrides.get(&f.code) {
-            sev = *o;
-        }
-        match sev {
-            Some(s) => {
-                f.severity = s;
-                true
-            }
-            None => false,
-        }
-    });
 }
 
 /// Scans a single in-memory source as if it were a file named `name` (docs, tests, fuzzing).
@@ -621,7 +599,7 @@ pub fn scan_source(name: &str, text: &str, config: &Config) -> Vec<Finding> {
         }
     };
     proc_macro2::extra::invalidate_current_thread_spans();
-    apply_levels(&mut findings, config, &BTreeMap::new());
+    Policy::from_config(config).apply(&mut findings);
     sort_findings(&mut findings);
     findings.dedup();
     findings

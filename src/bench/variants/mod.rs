@@ -1,19 +1,20 @@
 //! The bench's controllers: real kube-rs `Controller`s for the Widget CRD, in pairs that differ in exactly one
-//! anti-pattern, all doing the same simulated work. `kubectl ctrlaudit scan src/bench/variants` judges these
-//! files like any other source: each bad one raises its rule (marked inline with `//~ CODE`), the good ones
-//! nothing (`tests/bench_variants_scan.rs`).
+//! anti-pattern, all doing the same simulated work. Each file that shows a rule is named by it
+//! (`ca202_….rs`) and is a copy of its good twin (`good.rs`, `shared.rs` for CA401) that differs only in
+//! hunks it marks, with `//~ CODE` where scan must fire and `// twin:` where a difference is deliberate
+//! (`tests/bench_variants_scan.rs` checks both, and that the good ones raise nothing).
 
-pub mod bad_annotation_loop;
-pub mod bad_cardinality;
-pub mod bad_no_predicate;
-pub mod bad_poll;
-pub mod bad_status_on_main;
-pub mod bad_uncached;
+pub mod ca101_status_written_through_main_resource;
+pub mod ca201_reconcile_without_generation_predicate;
+pub mod ca202_volatile_value_written_every_reconcile;
+pub mod ca203_polling_requeue;
+pub mod ca301_replace_with_conflict_retry;
+pub mod ca302_unbounded_reconcile_concurrency;
+pub mod ca303_uncached_read_in_reconcile;
+pub mod ca401_controller_per_tenant;
+pub mod ca402_unbounded_metric_label;
 pub mod good;
-pub mod good_update;
-pub mod per_tenant;
 pub mod shared;
-pub mod unbounded;
 
 use std::sync::Arc;
 
@@ -55,7 +56,7 @@ pub fn is_current(w: &Widget) -> bool {
     })
 }
 
-/// Which controller code a variant runs.
+/// Which controller code a variant runs (one file each, see [`Code::file`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Code {
     Good,
@@ -80,15 +81,37 @@ pub async fn run(code: Code, namespaces: Vec<String>, ctx: Arc<VariantCtx>) -> a
         .ok_or_else(|| anyhow::anyhow!("a variant needs at least one namespace"))?;
     match code {
         Code::Good => good::run(first, ctx).await,
-        Code::GoodUpdate => good_update::run(first, ctx).await,
-        Code::BadNoPredicate => bad_no_predicate::run(first, ctx).await,
-        Code::BadAnnotationLoop => bad_annotation_loop::run(first, ctx).await,
-        Code::BadStatusOnMain => bad_status_on_main::run(first, ctx).await,
-        Code::BadPoll => bad_poll::run(first, ctx).await,
-        Code::BadUncached => bad_uncached::run(first, ctx).await,
-        Code::Unbounded => unbounded::run(first, ctx).await,
-        Code::PerTenant => per_tenant::run(namespaces, ctx).await,
+        Code::GoodUpdate => ca301_replace_with_conflict_retry::run(first, ctx).await,
+        Code::BadNoPredicate => ca201_reconcile_without_generation_predicate::run(first, ctx).await,
+        Code::BadAnnotationLoop => {
+            ca202_volatile_value_written_every_reconcile::run(first, ctx).await
+        }
+        Code::BadStatusOnMain => ca101_status_written_through_main_resource::run(first, ctx).await,
+        Code::BadPoll => ca203_polling_requeue::run(first, ctx).await,
+        Code::BadUncached => ca303_uncached_read_in_reconcile::run(first, ctx).await,
+        Code::Unbounded => ca302_unbounded_reconcile_concurrency::run(first, ctx).await,
+        Code::PerTenant => ca401_controller_per_tenant::run(namespaces, ctx).await,
         Code::Shared => shared::run(ctx).await,
-        Code::BadCardinality => bad_cardinality::run(first, ctx).await,
+        Code::BadCardinality => ca402_unbounded_metric_label::run(first, ctx).await,
+    }
+}
+
+impl Code {
+    /// The file under `src/bench/variants/` that holds the code, named by the rule it shows (tests check
+    /// that the name's code is the variant's rule and that the file exists).
+    pub const fn file(self) -> &'static str {
+        match self {
+            Code::Good => "good.rs",
+            Code::Shared => "shared.rs",
+            Code::BadStatusOnMain => "ca101_status_written_through_main_resource.rs",
+            Code::BadNoPredicate => "ca201_reconcile_without_generation_predicate.rs",
+            Code::BadAnnotationLoop => "ca202_volatile_value_written_every_reconcile.rs",
+            Code::BadPoll => "ca203_polling_requeue.rs",
+            Code::GoodUpdate => "ca301_replace_with_conflict_retry.rs",
+            Code::Unbounded => "ca302_unbounded_reconcile_concurrency.rs",
+            Code::BadUncached => "ca303_uncached_read_in_reconcile.rs",
+            Code::PerTenant => "ca401_controller_per_tenant.rs",
+            Code::BadCardinality => "ca402_unbounded_metric_label.rs",
+        }
     }
 }

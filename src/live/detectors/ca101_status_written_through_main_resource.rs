@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 /// Slack between creation and a managedFields time for the entry to count as a later write (1 s granularity).
 const AFTER_CREATION_MS: i64 = 1_000;
 
-pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
+pub fn detect(s: &Snapshot, _cfg: &Config) -> Vec<Finding> {
     let mut out = Vec::new();
 
     // Exact evidence from the audit log, per identity, resource and namespace.
@@ -148,7 +148,7 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
         if dropped_n > 0 {
             ev.push(value("status dropped", dropped_n as f64, "requests"));
         }
-        out.extend(finding(cfg, "CA101", subject, message, ev));
+        out.extend(finding("CA101", subject, message, ev));
     }
 
     // Audit-only: types the watch did not cover (offline analysis).
@@ -169,7 +169,6 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
             );
             let secs = s.audit.as_ref().map_or(0.0, |a| a.secs());
             out.extend(finding(
-                cfg,
                 "CA101",
                 identity_subject(id),
                 message,

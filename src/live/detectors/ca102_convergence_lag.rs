@@ -80,7 +80,7 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
                 .take(LISTED)
                 .map(|(o, why, secs)| value(format!("lag of {} ({why})", o.name), *secs, "s")),
         );
-        out.extend(finding(cfg, "CA102", subject, message, ev));
+        out.extend(finding("CA102", subject, message, ev));
     }
     out
 }

@@ -72,7 +72,6 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
             );
             let subject = with_identity(manager_subject(manager), audit_ids.get(manager));
             out.extend(finding(
-                cfg,
                 "CA201",
                 subject,
                 message,
@@ -166,7 +165,6 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
                 where_label(&resource, ns.as_deref()),
             );
             out.extend(finding(
-                cfg,
                 "CA201",
                 super::identity_subject(&id),
                 message,
@@ -228,7 +226,6 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
                 controller.map_or_else(|| src.name.clone(), |c| format!("controller `{c}`")),
             );
             out.extend(finding(
-                cfg,
                 "CA201",
                 metrics_subject(src, controller.map(String::as_str)),
                 message,

@@ -97,7 +97,6 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
                 where_label(&plural, ns.as_deref()),
             );
             out.extend(finding(
-                cfg,
                 "CA202",
                 subject,
                 message,
@@ -122,7 +121,6 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
                 identity_subject(&identity).label(),
             );
             out.extend(finding(
-                cfg,
                 "CA202",
                 identity_subject(&identity),
                 message,

@@ -76,7 +76,6 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
                 ev.push(value("period per object", p, "s"));
             }
             out.extend(finding(
-                cfg,
                 "CA203",
                 metrics_subject(src, controller.map(String::as_str)),
                 message,

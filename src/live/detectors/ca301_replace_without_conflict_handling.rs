@@ -84,7 +84,6 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
                 pct(limit),
             );
             out.extend(finding(
-                cfg,
                 "CA301",
                 type_subject(&group, &kind_of(s, &group, &resource), None),
                 message,
@@ -114,7 +113,6 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
             pct(limit),
         );
         out.extend(finding(
-            cfg,
             "CA301",
             metrics_subject(src, None),
             message,
@@ -169,7 +167,6 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
                 pct(limit),
             );
             out.extend(finding(
-                cfg,
                 "CA301",
                 identity_subject(&id),
                 message,

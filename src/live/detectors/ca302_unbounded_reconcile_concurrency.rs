@@ -83,7 +83,6 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
                 ev.push(value("API server write rate", l.writes_per_sec, "writes/s"));
             }
             out.extend(finding(
-                cfg,
                 "CA302",
                 metrics_subject(src, controller.map(String::as_str)),
                 message,

@@ -51,7 +51,6 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
                  counters carry no client; an audit log names it)"
             );
             out.extend(finding(
-                cfg,
                 "CA303",
                 type_subject(&group, &kind_of(s, &group, &plural), None),
                 message,
@@ -81,7 +80,6 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
             gets / reconciles
         );
         out.extend(finding(
-            cfg,
             "CA303",
             metrics_subject(src, None),
             message,
@@ -144,7 +142,6 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
                 a.secs(),
             );
             out.extend(finding(
-                cfg,
                 "CA303",
                 identity_subject(&id),
                 message,

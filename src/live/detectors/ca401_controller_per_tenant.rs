@@ -67,7 +67,6 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
              memory, goroutines/tasks and watches grow with the tenants (kcp: 9.8 → 3.1 MiB per workspace once shared)"
         );
         out.extend(finding(
-            cfg,
             "CA401",
             metrics_subject(src, None),
             message,
@@ -111,7 +110,6 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
                 nss.iter().take(3).copied().collect::<Vec<_>>().join(", "),
             );
             out.extend(finding(
-                cfg,
                 "CA401",
                 identity_subject(&id),
                 message,

@@ -104,13 +104,7 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
                     "values",
                 ));
             }
-            out.extend(finding(
-                cfg,
-                "CA402",
-                metrics_subject(src, None),
-                message,
-                ev,
-            ));
+            out.extend(finding("CA402", metrics_subject(src, None), message, ev));
         }
     }
     out

@@ -132,13 +132,7 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
     if load.throttled > 0.0 {
         ev.push(value("throttled", load.throttled, "requests"));
     }
-    finding(
-        cfg,
-        "CA403",
-        type_subject("", "apiserver", None),
-        message,
-        ev,
-    )
-    .into_iter()
-    .collect()
+    finding("CA403", type_subject("", "apiserver", None), message, ev)
+        .into_iter()
+        .collect()
 }

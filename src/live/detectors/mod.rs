@@ -42,7 +42,8 @@ pub const DETECTORS: &[(&str, Detector)] = &[
     ("CA403", ca403_write_rate_near_apiserver_ceiling::detect),
 ];
 
-/// Runs every detector whose rule is not turned off; findings in the one deterministic order.
+/// Runs every detector; findings at their rules' default levels (see [`crate::policy`]), in the one
+/// deterministic order.
 pub fn run_all(snapshot: &Snapshot, cfg: &Config) -> Vec<Finding> {
     let mut out: Vec<Finding> = DETECTORS
         .iter()
@@ -52,16 +53,16 @@ pub fn run_all(snapshot: &Snapshot, cfg: &Config) -> Vec<Finding> {
     out
 }
 
-/// A finding of `code` at the configured severity (`None` when the rule is off), with the bench help line.
+/// A finding of `code` at the rule's default severity (the policy step sets the configured one), with the
+/// bench help line. `None` only for a code that is not in the registry.
 pub(crate) fn finding(
-    cfg: &Config,
     code: &str,
     subject: Subject,
     message: String,
     evidence: Vec<Evidence>,
 ) -> Option<Finding> {
     let rule = crate::rules::find(code)?;
-    let severity = cfg.severity_of(rule.code, rule.default_severity)?;
+    let severity = rule.default_severity;
     let help = if rule.bench_pair.is_some() {
         format!(
             "measure what it costs on this cluster: kubectl ctrlaudit bench --rule {}; details: kubectl ctrlaudit rules {}",

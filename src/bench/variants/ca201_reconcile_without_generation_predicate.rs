@@ -1,6 +1,5 @@
-//! `bad-status-on-main` (CA101): `good`, but the status is sent with a patch of the main resource. The Widget
-//! CRD has the status subresource, so the API server answers 200 and drops `status`: nothing is ever Ready,
-//! and no error says so.
+//! `bad-no-predicate` (CA201): `good` without the generation predicate. Its own status write comes back as a
+//! watch event and costs another reconcile of every object (which then finds nothing to do).
 
 use std::sync::Arc;
 
@@ -8,7 +7,7 @@ use futures::{StreamExt, TryStreamExt};
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::{self, Action, Controller};
-use kube::runtime::{WatchStreamExt, predicates, reflector, watcher};
+use kube::runtime::{WatchStreamExt, reflector, watcher};
 use serde_json::json;
 
 use super::{Error, desired_status, error_policy, is_current};
@@ -24,10 +23,15 @@ async fn reconcile(widget: Arc<Widget>, ctx: Arc<VariantCtx>) -> Result<Action, 
     let ns = widget.namespace().ok_or(Error::NoNamespace)?;
     let widgets: Api<Widget> = Api::namespaced(ctx.client.clone(), &ns);
     let status = json!({ "status": desired_status(&widget) });
-    let name = widget.name_any();
     widgets
-        .patch(&name, &PatchParams::default(), &Patch::Merge(&status)) //~ CA101
+        .patch_status(
+            &widget.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&status),
+        )
         .await?;
+    // No resync: the window is shorter than any sensible one, and `success` keeps the result label comparable
+    // with a controller-runtime reconcile that returns an empty Result.
     Ok(Action::await_change())
 }
 
@@ -40,9 +44,9 @@ pub async fn run(namespace: String, ctx: Arc<VariantCtx>) -> anyhow::Result<()> 
         .default_backoff()
         .reflect(writer)
         .applied_objects()
-        .predicate_filter(predicates::generation, Default::default())
+        // twin: no `.predicate_filter(predicates::generation, ..)`: its own status write triggers it again
         .inspect_ok(move |w| queue.triggered(w));
-    Controller::for_stream(stream, reader)
+    Controller::for_stream(stream, reader) //~ CA201
         .with_config(controller::Config::default().concurrency(ctx.opts.workers))
         .graceful_shutdown_on(ctx.stopped())
         .run(reconcile, error_policy, ctx.clone())

@@ -1,51 +1,48 @@
-//! `good-update` (5 workers) and `good-update-single` (1 worker): `good`, but status by `replace_status` (a PUT
-//! carrying the resourceVersion the controller read) with client-go's `RetryOnConflict(DefaultRetry, …)`
-//! around it: on 409 get a fresh copy and try again, up to 5 attempts. Correct, but every write
-//! that races another writer costs a 409, a GET and a second PUT (the seed's experiment 3; CA301's pair).
+//! `bad-uncached` (CA303): `good`, but each reconcile LISTs the namespace's Widgets to find its object instead
+//! of using the one the Controller's Store handed it: a round trip and N objects serialised per reconcile.
 
 use std::sync::Arc;
 
 use futures::{StreamExt, TryStreamExt};
 use kube::ResourceExt;
-use kube::api::{Api, PostParams};
+use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::{WatchStreamExt, predicates, reflector, watcher};
+use serde_json::json;
 
 use super::{Error, desired_status, error_policy, is_current};
 use crate::bench::instrument::VariantCtx;
 use crate::bench::widget::Widget;
 
-/// client-go's `retry.DefaultRetry`: 5 steps.
-const ATTEMPTS: u32 = 5;
-
 async fn reconcile(widget: Arc<Widget>, ctx: Arc<VariantCtx>) -> Result<Action, Error> {
     let _timer = ctx.reconcile_started(&widget);
     ctx.simulated_work().await;
-    if is_current(&widget) {
-        return Ok(Action::await_change());
-    }
+    // twin: judged from the LIST below, not from the object the Store handed over
     let ns = widget.namespace().ok_or(Error::NoNamespace)?;
     let widgets: Api<Widget> = Api::namespaced(ctx.client.clone(), &ns);
-    let name = widget.name_any();
-    let mut current = (*widget).clone();
-    let mut attempt = 1;
-    loop {
-        current.status = Some(desired_status(&current));
-        match widgets
-            .replace_status(&name, &PostParams::default(), &current)
-            .await
-        {
-            Ok(_) => return Ok(Action::await_change()),
-            Err(kube::Error::Api(status)) if status.is_conflict() && attempt < ATTEMPTS => {
-                ctx.conflict_retry();
-                attempt += 1;
-                // The retry reads the object again, as RetryOnConflict's closure does with r.Get. client-go
-                // also waits 10 ms between attempts; this GET's round trip takes about as long.
-                current = widgets.get(&name).await?;
-            }
-            Err(e) => return Err(e.into()),
-        }
+    let all = widgets.list(&ListParams::default()).await?; //~ CA303
+    let Some(fresh) = all
+        .items
+        .into_iter()
+        .find(|w| w.name_any() == widget.name_any())
+    else {
+        // twin: deleted since it was queued: nothing to reconcile.
+        return Ok(Action::await_change());
+    };
+    if is_current(&fresh) {
+        return Ok(Action::await_change()); // twin: current by the LIST
     }
+    let status = json!({ "status": desired_status(&fresh) }); // twin: the LIST's copy
+    widgets
+        .patch_status(
+            &widget.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&status),
+        )
+        .await?;
+    // No resync: the window is shorter than any sensible one, and `success` keeps the result label comparable
+    // with a controller-runtime reconcile that returns an empty Result.
+    Ok(Action::await_change())
 }
 
 /// Runs the controller for `namespace` until the harness stops it.

@@ -1,12 +1,13 @@
-//! `unbounded` (CA302): `good` without `.with_config(..)`. kube-rs's default concurrency is 0, i.e. every
-//! queued object reconciles at once; compare with `good-single` (1) and `good` (5).
+//! `bad-poll` (CA203): `good`, but every successful reconcile asks to run again in 1 s instead of waiting for
+//! a change: each object is reconciled once a second for ever (kcp's poll-based workspace deletion, kcp#4047).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::{StreamExt, TryStreamExt};
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::controller::{Action, Controller};
+use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::{WatchStreamExt, predicates, reflector, watcher};
 use serde_json::json;
 
@@ -18,7 +19,7 @@ async fn reconcile(widget: Arc<Widget>, ctx: Arc<VariantCtx>) -> Result<Action, 
     let _timer = ctx.reconcile_started(&widget);
     ctx.simulated_work().await;
     if is_current(&widget) {
-        return Ok(Action::await_change());
+        return Ok(Action::requeue(Duration::from_secs(1))); //~ CA203
     }
     let ns = widget.namespace().ok_or(Error::NoNamespace)?;
     let widgets: Api<Widget> = Api::namespaced(ctx.client.clone(), &ns);
@@ -30,7 +31,8 @@ async fn reconcile(widget: Arc<Widget>, ctx: Arc<VariantCtx>) -> Result<Action, 
             &Patch::Merge(&status),
         )
         .await?;
-    Ok(Action::await_change())
+    // twin: poll: run again in 1 s, changed or not
+    Ok(Action::requeue(Duration::from_secs(1))) //~ CA203
 }
 
 /// Runs the controller for `namespace` until the harness stops it.
@@ -45,8 +47,9 @@ pub async fn run(namespace: String, ctx: Arc<VariantCtx>) -> anyhow::Result<()> 
         .predicate_filter(predicates::generation, Default::default())
         .inspect_ok(move |w| queue.triggered(w));
     Controller::for_stream(stream, reader)
+        .with_config(controller::Config::default().concurrency(ctx.opts.workers))
         .graceful_shutdown_on(ctx.stopped())
-        .run(reconcile, error_policy, ctx.clone()) //~ CA302
+        .run(reconcile, error_policy, ctx.clone())
         .for_each(|item| {
             ctx.finished(&item);
             futures::future::ready(())

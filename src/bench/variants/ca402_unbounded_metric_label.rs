@@ -55,48 +55,51 @@ async fn reconcile(widget: Arc<Widget>, ctx: Arc<Ctx>) -> Result<Action, Error> 
             )
             .await?;
     }
+    // twin: and the reconcile's duration, per object
     ctx.duration
         .get_or_create(&labels)
         .observe(started.elapsed().as_secs_f64());
     Ok(Action::await_change())
 }
 
+// twin: the common error_policy, on this variant's context
 fn error_policy(widget: Arc<Widget>, _error: &Error, ctx: Arc<Ctx>) -> Action {
     Action::requeue(ctx.base.backoff(&widget))
 }
 
 /// Runs the controller for `namespace` until the harness stops it.
-pub async fn run(namespace: String, base: Arc<VariantCtx>) -> anyhow::Result<()> {
-    let ctx = Arc::new(Ctx {
-        base: base.clone(),
+pub async fn run(namespace: String, ctx: Arc<VariantCtx>) -> anyhow::Result<()> {
+    // twin: the per-object families, registered on the variant's /metrics beside the common ones
+    let labelled = Arc::new(Ctx {
+        base: ctx.clone(),
         reconciles: Family::default(),
         duration: Family::new_with_constructor(reconcile_histogram as fn() -> Histogram),
     });
-    base.register(
+    ctx.register(
         "widget_reconciles",
         "Reconciles per Widget",
-        ctx.reconciles.clone(),
+        labelled.reconciles.clone(),
     );
-    base.register(
+    ctx.register(
         "widget_reconcile_duration_seconds",
         "Reconcile time per Widget",
-        ctx.duration.clone(),
+        labelled.duration.clone(),
     );
-    let widgets: Api<Widget> = Api::namespaced(base.client.clone(), &namespace);
+    let widgets: Api<Widget> = Api::namespaced(ctx.client.clone(), &namespace);
     let (reader, writer) = reflector::store();
-    let queue = base.clone();
-    let stream = watcher(widgets, base.watcher_config())
+    let queue = ctx.clone();
+    let stream = watcher(widgets, ctx.watcher_config())
         .default_backoff()
         .reflect(writer)
         .applied_objects()
         .predicate_filter(predicates::generation, Default::default())
         .inspect_ok(move |w| queue.triggered(w));
     Controller::for_stream(stream, reader)
-        .with_config(controller::Config::default().concurrency(base.opts.workers))
-        .graceful_shutdown_on(base.stopped())
-        .run(reconcile, error_policy, ctx)
+        .with_config(controller::Config::default().concurrency(ctx.opts.workers))
+        .graceful_shutdown_on(ctx.stopped())
+        .run(reconcile, error_policy, labelled) // twin: the context with the families
         .for_each(|item| {
-            base.finished(&item);
+            ctx.finished(&item);
             futures::future::ready(())
         })
         .await;

@@ -1,0 +1,112 @@
+//! The output flags every command shares (`-o`, `--output-file`, `--fail-on`, `--color`) and the one step
+//! that renders a lens's findings to stdout and to each requested file.
+
+use super::{Format, Note, Report};
+use crate::exit::Status;
+use crate::finding::{Finding, Severity};
+use anyhow::{Context, Result};
+use clap::ValueEnum;
+use std::io::IsTerminal;
+
+/// Output flags, accepted before or after the command.
+#[derive(Debug, Clone, clap::Args)]
+pub struct OutputArgs {
+    /// Output format on stdout.
+    #[arg(short = 'o', long = "output", global = true, value_enum, default_value_t = Format::Table)]
+    pub output: Format,
+    /// Also write FORMAT to PATH (repeatable), e.g. `--output-file sarif=ctrlaudit.sarif`.
+    #[arg(long = "output-file", global = true, value_name = "FORMAT=PATH")]
+    pub output_files: Vec<String>,
+    /// Exit 1 when a finding is at or above this severity.
+    #[arg(long, global = true, value_enum, default_value_t = FailOn::Warning)]
+    pub fail_on: FailOn,
+    /// Colour in the table output.
+    #[arg(long, global = true, value_enum, default_value_t = Color::Auto)]
+    pub color: Color,
+}
+
+impl Default for OutputArgs {
+    fn default() -> Self {
+        Self {
+            output: Format::Table,
+            output_files: Vec::new(),
+            fail_on: FailOn::Warning,
+            color: Color::Auto,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FailOn {
+    Error,
+    Warning,
+    Info,
+    Never,
+}
+
+impl FailOn {
+    pub fn trips(self, s: Severity) -> bool {
+        match self {
+            FailOn::Error => s >= Severity::Error,
+            FailOn::Warning => s >= Severity::Warning,
+            FailOn::Info => true,
+            FailOn::Never => false,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Color {
+    Auto,
+    Always,
+    Never,
+}
+
+impl OutputArgs {
+    fn use_color(&self) -> bool {
+        match self.color {
+            Color::Always => true,
+            Color::Never => false,
+            Color::Auto => {
+                std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+            }
+        }
+    }
+
+    /// Clean, or Findings when one finding is at or above `--fail-on`.
+    pub fn status(&self, findings: &[Finding]) -> Status {
+        if findings.iter().any(|f| self.fail_on.trips(f.severity)) {
+            Status::Findings
+        } else {
+            Status::Clean
+        }
+    }
+
+    /// Renders to stdout in `-o` and to each `--output-file` (parsed up front with
+    /// [`super::output_files`], so that a bad spec fails before the work).
+    pub fn emit(
+        &self,
+        command: &str,
+        findings: &[Finding],
+        notes: &[Note],
+        stats: &[(String, String)],
+        files: &[(Format, std::path::PathBuf)],
+    ) -> Result<()> {
+        let mut report = Report {
+            command,
+            findings,
+            notes,
+            stats,
+            color: self.use_color(),
+        };
+        let text = super::render(self.output, &report)?;
+        crate::output::print(&text).context("writing the report to stdout")?;
+        report.color = false;
+        for (format, path) in files {
+            let text = super::render(*format, &report)?;
+            std::fs::write(path, text)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,82 @@
+//! `kubectl ctrlaudit scan`: its flags, and the run from paths to a rendered report and an exit status.
+
+use super::{ScanOptions, baseline, scan};
+use crate::config::Config;
+use crate::exit::{Failure, Outcome};
+use crate::policy::{Policy, PolicyArgs};
+use crate::report::{self, OutputArgs};
+use anyhow::anyhow;
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Debug, Args)]
+pub struct ScanArgs {
+    /// Files or directories to scan (default: the current directory).
+    pub paths: Vec<PathBuf>,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+    /// `-A` is --all-namespaces, as in kubectl; kept only to point clippy habits at --allow.
+    #[arg(short = 'A', value_name = "CODE", hide = true)]
+    pub allow_short: Vec<String>,
+    /// Configuration file (default: ctrlaudit.toml found upward from the first path).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Report only findings that are not in this baseline.
+    #[arg(long, value_name = "FILE")]
+    pub baseline: Option<PathBuf>,
+    /// Write the current findings as a baseline to FILE and exit 0.
+    #[arg(long, value_name = "FILE")]
+    pub write_baseline: Option<PathBuf>,
+    /// Worker threads (default: one per core).
+    #[arg(long)]
+    pub threads: Option<usize>,
+}
+
+/// Scans, applies the baseline, renders; Findings when one is at or above `--fail-on`.
+pub fn run(out: &OutputArgs, a: &ScanArgs) -> Outcome {
+    if let Some(code) = a.allow_short.first() {
+        return Err(Failure::usage(anyhow!(
+            "`-A` means --all-namespaces in kubectl ctrlaudit, as in kubectl; turn a rule off with --allow {code}"
+        )));
+    }
+    let paths = if a.paths.is_empty() {
+        vec![PathBuf::from(".")]
+    } else {
+        a.paths.clone()
+    };
+    let files = report::output_files(&out.output_files)?;
+    let config = match &a.config {
+        Some(p) => Config::load(p)?,
+        None => Config::discover(&paths[0])?,
+    };
+    let policy = Policy::new(&config, &a.policy).map_err(Failure::usage)?;
+    let opts = ScanOptions {
+        paths,
+        config,
+        policy,
+        threads: a.threads,
+    };
+    let mut result = scan(&opts)?;
+    if let Some(path) = &a.write_baseline {
+        baseline::write(path, &result.findings)?;
+        eprintln!(
+            "wrote {} findings to baseline {}",
+            result.findings.len(),
+            path.display()
+        );
+        return Ok(crate::exit::Status::Clean);
+    }
+    if let Some(path) = &a.baseline {
+        let (kept, absorbed) = baseline::filter(path, std::mem::take(&mut result.findings))?;
+        result.findings = kept;
+        if absorbed > 0 {
+            result.notes.push(report::Note {
+                subject: path.display().to_string(),
+                message: format!("{absorbed} findings already in the baseline were not reported"),
+            });
+        }
+    }
+    let stats = result.stats.as_pairs();
+    out.emit("scan", &result.findings, &result.notes, &stats, &files)?;
+    Ok(out.status(&result.findings))
+}
