@@ -137,11 +137,16 @@ impl Run {
         }
     }
 
-    /// `live --replay` of a fixture with `-o json` and `extra`.
+    /// `live --replay` of a fixture with `extra` (and `-o json` unless `extra` names a format).
     fn replay(fixture: &str, extra: &[&str]) -> Run {
         let dir = fixtures().join(fixture);
         let mut args = vec!["live".as_ref(), "--replay".as_ref(), dir.as_os_str()];
-        args.extend(["-o", "json"].iter().chain(extra).map(std::ffi::OsStr::new));
+        let json: &[&str] = if extra.contains(&"-o") {
+            &[]
+        } else {
+            &["-o", "json"]
+        };
+        args.extend(json.iter().chain(extra).map(std::ffi::OsStr::new));
         Run::of(&args)
     }
 
