@@ -380,174 +380,128 @@ fn sarif_results() {
 
 // ---------------------------------------------------------------- junit
 
-/// A small XML well-formedness check: balanced, properly nested tags, quoted attributes,
-/// and no raw `<` or stray `&` in text or attribute values.
-fn check_xml(xml: &str) -> Result<(), String> {
-    let body = xml
-        .strip_prefix(r#"<?xml version="1.0" encoding="UTF-8"?>"#)
-        .ok_or("missing xml declaration")?;
-    let mut stack: Vec<String> = Vec::new();
-    let mut rest = body;
-    let mut roots = 0;
-    while let Some(lt) = rest.find('<') {
-        check_text(&rest[..lt])?;
-        if stack.is_empty() && !rest[..lt].trim().is_empty() {
-            return Err("text outside the root element".into());
-        }
-        let gt = rest[lt..].find('>').ok_or("unterminated tag")? + lt;
-        let tag = &rest[lt + 1..gt];
-        if let Some(name) = tag.strip_prefix('/') {
-            let open = stack.pop().ok_or(format!("close without open: {name}"))?;
-            if open != name.trim() {
-                return Err(format!("<{open}> closed by </{name}>"));
-            }
-        } else {
-            let self_closing = tag.ends_with('/');
-            let tag = tag.trim_end_matches('/');
-            let (name, attrs) = tag.split_once(' ').unwrap_or((tag, ""));
-            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
-                return Err(format!("bad element name {name:?}"));
-            }
-            check_attrs(attrs)?;
-            if stack.is_empty() {
-                roots += 1;
-            }
-            if !self_closing {
-                stack.push(name.to_string());
-            }
-        }
-        rest = &rest[gt + 1..];
-    }
-    if !rest.trim().is_empty() {
-        return Err("text after the root element".into());
-    }
-    if !stack.is_empty() {
-        return Err(format!("unclosed: {stack:?}"));
-    }
-    if roots != 1 {
-        return Err(format!("{roots} root elements"));
-    }
-    Ok(())
+/// Parses the output back with quick-junit's reader, which rejects XML that is not well-formed or not JUnit.
+fn parse_junit(out: &str) -> quick_junit::TestSuite {
+    let report = quick_junit::Report::deserialize_from_str(out)
+        .unwrap_or_else(|e| panic!("not a JUnit document: {e}\n{out}"));
+    assert_eq!(
+        report.name.as_ref().map(|n| n.as_str()),
+        Some("kubectl-ctrlaudit")
+    );
+    assert_eq!(report.test_suites.len(), 1, "{out}");
+    report.test_suites.into_iter().next().expect("one suite")
 }
 
-fn check_text(t: &str) -> Result<(), String> {
-    if t.contains('>') {
-        return Err(format!("raw '>' in text {t:?}"));
-    }
-    let mut s = t;
-    while let Some(amp) = s.find('&') {
-        let semi = s[amp..].find(';').ok_or(format!("stray & in {t:?}"))? + amp;
-        let entity = &s[amp + 1..semi];
-        let ok = matches!(entity, "amp" | "lt" | "gt" | "quot" | "apos")
-            || entity
-                .strip_prefix('#')
-                .is_some_and(|n| n.chars().all(|c| c.is_ascii_digit()) && !n.is_empty());
-        if !ok {
-            return Err(format!("bad entity &{entity}; in {t:?}"));
-        }
-        s = &s[semi + 1..];
-    }
-    Ok(())
+fn case<'a>(suite: &'a quick_junit::TestSuite, name: &str) -> &'a quick_junit::TestCase {
+    suite
+        .test_cases
+        .iter()
+        .find(|c| c.name.as_str() == name)
+        .unwrap_or_else(|| panic!("no test case {name}"))
 }
 
-fn check_attrs(attrs: &str) -> Result<(), String> {
-    let mut s = attrs.trim();
-    let mut names = Vec::new();
-    while !s.is_empty() {
-        let eq = s
-            .find('=')
-            .ok_or(format!("attribute without value: {s:?}"))?;
-        let name = s[..eq].trim();
-        if names.contains(&name) {
-            return Err(format!("duplicate attribute {name}"));
+/// The failure's message, type and text, or `None` for a passing case.
+fn failure(c: &quick_junit::TestCase) -> Option<(String, String, String)> {
+    match &c.status {
+        quick_junit::TestCaseStatus::Success { .. } => None,
+        quick_junit::TestCaseStatus::NonSuccess {
+            kind: quick_junit::NonSuccessKind::Failure,
+            message,
+            ty,
+            description,
+            ..
+        } => {
+            let s = |x: &Option<quick_junit::XmlString>| {
+                x.as_ref()
+                    .map(|x| x.as_str().to_string())
+                    .unwrap_or_default()
+            };
+            Some((s(message), s(ty), s(description)))
         }
-        names.push(name);
-        let after = &s[eq + 1..];
-        let value = after
-            .strip_prefix('"')
-            .ok_or(format!("unquoted attribute {name}"))?;
-        let end = value.find('"').ok_or("unterminated attribute")?;
-        let v = &value[..end];
-        if v.contains('<') || v.contains('\n') {
-            return Err(format!("raw '<' or newline in attribute {name}={v:?}"));
-        }
-        check_text(v)?;
-        s = value[end + 1..].trim_start();
+        other => panic!("{}: unexpected status {other:?}", c.name.as_str()),
     }
-    Ok(())
-}
-
-fn unescape(s: &str) -> String {
-    s.replace("&quot;", "\"")
-        .replace("&apos;", "'")
-        .replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&#10;", "\n")
-        .replace("&amp;", "&")
 }
 
 #[test]
 fn junit_scan_has_one_case_per_scan_rule() {
     let out = render_all(Format::Junit, "scan", &findings(), &notes());
-    check_xml(&out).unwrap_or_else(|e| panic!("not well-formed XML: {e}\n{out}"));
+    let suite = parse_junit(&out);
+    assert_eq!(suite.name.as_str(), "ctrlaudit scan");
     let scan_rules: Vec<_> = RULES.iter().filter(|r| r.has_lens(Lens::Scan)).collect();
     // CA102 and CA403 are live-only: they still get a test case each, so nothing is lost.
-    let tests = scan_rules.len() + 2;
-    assert!(
-        out.contains(&format!(
-            r#"<testsuite name="ctrlaudit scan" tests="{tests}" failures="3" errors="0" skipped="0">"#
-        )),
-        "{out}"
-    );
-    assert_eq!(out.matches("<testcase ").count(), tests);
-    assert_eq!(out.matches("<failure ").count(), 3);
+    assert_eq!(suite.tests, scan_rules.len() + 2, "{out}");
+    assert_eq!(suite.test_cases.len(), suite.tests);
+    assert_eq!((suite.failures, suite.errors, suite.skipped), (3, 0, 0));
     for r in &scan_rules {
-        assert!(
-            out.contains(&format!(r#"<testcase name="{} {}""#, r.code, r.name)),
-            "{}",
-            r.code
+        let c = case(&suite, &format!("{} {}", r.code, r.name));
+        assert_eq!(
+            c.classname.as_ref().map(|c| c.as_str()),
+            Some("ctrlaudit.scan")
         );
     }
-    // Passing rules are self-closing test cases.
-    assert!(
-        out.contains(r#"<testcase name="CA001 unparsable-source" classname="ctrlaudit.scan"/>"#)
-    );
-    // The failure's message attribute is the finding's message, escaped.
-    let start = out.find(r#"<failure message=""#).expect("failure") + r#"<failure message=""#.len();
-    let end = out[start..].find('"').expect("attr end") + start;
-    assert_eq!(unescape(&out[start..end]), TRICKY);
-    assert!(out.contains(
+    assert_eq!(failure(case(&suite, "CA001 unparsable-source")), None);
+    let (message, ty, text) =
+        failure(case(&suite, "CA202 volatile-value-written-every-reconcile")).expect("failure");
+    assert_eq!(message, TRICKY, "the message survives escaping");
+    assert_eq!(ty, "error");
+    assert!(text.contains(
         "src/controller/reconcile.rs:12:5\n  src/main.rs:80:5: the Controller that watches the object it writes"
-    ));
-    assert!(out.contains("help: write the timestamp to status only when something changed"));
-    assert!(out.contains(r#"<property name="files scanned" value="42"/>"#));
-    assert!(out.contains("<system-out>skipped: src/gen/huge.rs — larger than 2 MiB</system-out>"));
+    ), "{text}");
+    assert!(text.contains("help: write the timestamp to status only when something changed"));
+    let props: Vec<(&str, &str)> = suite
+        .properties
+        .iter()
+        .map(|p| (p.name.as_str(), p.value.as_str()))
+        .collect();
+    assert!(props.contains(&("files scanned", "42")), "{props:?}");
+    assert_eq!(
+        suite.system_out.as_ref().map(|s| s.as_str()),
+        Some("skipped: src/gen/huge.rs — larger than 2 MiB")
+    );
+}
+
+#[test]
+fn junit_several_findings_of_one_rule_are_one_failure_listing_each() {
+    let mut second = source_finding();
+    second.severity = Severity::Warning;
+    second.message = "second one".into();
+    let out = render_all(Format::Junit, "scan", &[second, source_finding()], &[]);
+    let suite = parse_junit(&out);
+    assert_eq!(suite.failures, 1);
+    let (message, ty, text) =
+        failure(case(&suite, "CA202 volatile-value-written-every-reconcile")).expect("failure");
+    assert!(message.starts_with("2 findings; first: "), "{message}");
+    assert_eq!(ty, "error", "the most severe finding names the type");
+    assert!(text.contains("warning: second one"), "{text}");
+    assert!(text.contains(&format!("error: {TRICKY}")), "{text}");
 }
 
 #[test]
 fn junit_live_counts() {
     let live: Vec<Finding> = vec![object_finding(), controller_finding()];
     let out = render_all(Format::Junit, "live", &live, &[]);
-    check_xml(&out).unwrap_or_else(|e| panic!("not well-formed XML: {e}\n{out}"));
+    let suite = parse_junit(&out);
+    assert_eq!(suite.name.as_str(), "ctrlaudit live");
     let live_rules = RULES.iter().filter(|r| r.has_lens(Lens::Live)).count();
-    assert!(
-        out.contains(&format!(
-            r#"<testsuite name="ctrlaudit live" tests="{live_rules}" failures="2""#
-        )),
-        "{out}"
-    );
-    assert!(out.contains(r#"<testcase name="CA102 convergence-lag" classname="ctrlaudit.live">"#));
-    assert!(out.contains(r#"type="warning""#));
-    assert!(out.contains(r#"type="info""#));
-    assert!(out.contains("Widget.example.com default/w1"));
+    assert_eq!((suite.tests, suite.failures), (live_rules, 2), "{out}");
+    let (_, ty, text) = failure(case(&suite, "CA102 convergence-lag")).expect("failure");
+    assert_eq!(ty, "warning");
+    assert!(text.contains("Widget.example.com default/w1"), "{text}");
+    let types: Vec<String> = suite
+        .test_cases
+        .iter()
+        .filter_map(failure)
+        .map(|(_, ty, _)| ty)
+        .collect();
+    assert!(types.contains(&"info".to_string()), "{types:?}");
 }
 
 #[test]
 fn junit_all_pass() {
     let out = render_all(Format::Junit, "scan", &[], &[]);
-    check_xml(&out).unwrap_or_else(|e| panic!("not well-formed XML: {e}\n{out}"));
-    assert!(out.contains(r#"failures="0""#));
-    assert!(!out.contains("<failure"));
+    let suite = parse_junit(&out);
+    assert_eq!(suite.failures, 0);
+    assert!(suite.test_cases.iter().all(|c| failure(c).is_none()));
 }
 
 #[test]
@@ -556,9 +510,13 @@ fn junit_escapes_control_characters() {
     f.message = "bell\u{7} <tag> & \"q\"\nline two".into();
     f.help = "]]> & <![CDATA[".into();
     let out = render_all(Format::Junit, "scan", &[f], &[]);
-    check_xml(&out).unwrap_or_else(|e| panic!("not well-formed XML: {e}\n{out}"));
     assert!(!out.contains('\u{7}'));
-    assert!(out.contains("line two"));
+    let suite = parse_junit(&out);
+    let (message, _, text) =
+        failure(case(&suite, "CA202 volatile-value-written-every-reconcile")).expect("failure");
+    assert!(message.contains("<tag> & \"q\""), "{message:?}");
+    assert!(message.contains("line two"), "{message:?}");
+    assert!(text.contains("help: ]]> & <![CDATA["), "{text}");
 }
 
 // ---------------------------------------------------------------- github

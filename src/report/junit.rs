@@ -1,12 +1,13 @@
 //! `-o junit`: JUnit XML with one test case per rule of the command's lens, so CI shows which rules passed.
 //!
-//! A rule with findings is a failing test case carrying one `<failure>` per finding; notes go to `<system-out>`,
-//! stats to `<properties>`.
+//! A rule with findings is a failing test case; its `<failure>` names the first finding (or the count) and its text
+//! lists every finding with location, evidence and help. Notes go to `<system-out>`, stats to `<properties>`.
 
 use super::{Report, evidence_lines, lens_of_command, note_line};
-use crate::finding::Finding;
+use crate::finding::{Finding, Severity};
 use crate::rules::{RULES, find};
-use std::fmt::Write as _;
+use anyhow::Context;
+use quick_junit::{NonSuccessKind, Property, TestCase, TestCaseStatus, TestSuite};
 
 struct Case<'a> {
     name: String,
@@ -15,8 +16,28 @@ struct Case<'a> {
 
 /// Renders the report as a JUnit XML document followed by a newline.
 pub fn render(report: &Report<'_>) -> anyhow::Result<String> {
+    let classname = format!("ctrlaudit.{}", report.command);
+    let mut suite = TestSuite::new(format!("ctrlaudit {}", report.command));
+    suite.add_properties(report.stats.iter().map(|(k, v)| Property::new(k, v)));
+    suite.add_test_cases(cases(report).into_iter().map(|case| {
+        let mut tc = TestCase::new(case.name, status(&case.findings));
+        tc.set_classname(classname.as_str());
+        tc
+    }));
+    if !report.notes.is_empty() {
+        let notes: Vec<String> = report.notes.iter().map(note_line).collect();
+        suite.set_system_out(notes.join("\n"));
+    }
+    let mut junit = quick_junit::Report::new("kubectl-ctrlaudit");
+    junit.add_test_suite(suite);
+    junit.to_string().context("serializing the JUnit report")
+}
+
+/// One case per rule of the lens, in registry order; a finding of a rule outside the lens (or unknown to the
+/// registry) still gets a case of its own, so nothing is lost.
+fn cases<'a>(report: &Report<'a>) -> Vec<Case<'a>> {
     let lens = lens_of_command(report.command);
-    let mut cases: Vec<Case<'_>> = RULES
+    let mut cases: Vec<Case<'a>> = RULES
         .iter()
         .filter(|r| lens.is_none_or(|l| r.has_lens(l)))
         .map(|r| Case {
@@ -28,7 +49,6 @@ pub fn render(report: &Report<'_>) -> anyhow::Result<String> {
                 .collect(),
         })
         .collect();
-    // Findings of a rule outside the lens (or unknown to the registry) still get a test case.
     for f in report.findings {
         let listed = RULES
             .iter()
@@ -48,130 +68,46 @@ pub fn render(report: &Report<'_>) -> anyhow::Result<String> {
             }),
         }
     }
-
-    let tests = cases.len();
-    let failures = cases.iter().filter(|c| !c.findings.is_empty()).count();
-    let suite = format!("ctrlaudit {}", report.command);
-    let classname = format!("ctrlaudit.{}", report.command);
-
-    let mut out = String::new();
-    writeln!(out, r#"<?xml version="1.0" encoding="UTF-8"?>"#)?;
-    writeln!(
-        out,
-        r#"<testsuites name="kubectl-ctrlaudit" tests="{tests}" failures="{failures}" errors="0" skipped="0">"#
-    )?;
-    writeln!(
-        out,
-        r#"  <testsuite name="{}" tests="{tests}" failures="{failures}" errors="0" skipped="0">"#,
-        attr(&suite)
-    )?;
-    if !report.stats.is_empty() {
-        writeln!(out, "    <properties>")?;
-        for (k, v) in report.stats {
-            writeln!(
-                out,
-                r#"      <property name="{}" value="{}"/>"#,
-                attr(k),
-                attr(v)
-            )?;
-        }
-        writeln!(out, "    </properties>")?;
-    }
-    for case in &cases {
-        let open = format!(
-            r#"    <testcase name="{}" classname="{}""#,
-            attr(&case.name),
-            attr(&classname)
-        );
-        if case.findings.is_empty() {
-            writeln!(out, "{open}/>")?;
-            continue;
-        }
-        writeln!(out, "{open}>")?;
-        for f in &case.findings {
-            let mut body = f.subject.label();
-            for line in evidence_lines(f) {
-                body.push_str("\n  ");
-                body.push_str(&line);
-            }
-            if !f.help.is_empty() {
-                body.push_str("\nhelp: ");
-                body.push_str(&f.help);
-            }
-            writeln!(
-                out,
-                r#"      <failure message="{}" type="{}">{}</failure>"#,
-                attr(&f.message),
-                f.severity.as_str(),
-                text(&body)
-            )?;
-        }
-        writeln!(out, "    </testcase>")?;
-    }
-    if !report.notes.is_empty() {
-        let notes: Vec<String> = report.notes.iter().map(note_line).collect();
-        writeln!(
-            out,
-            "    <system-out>{}</system-out>",
-            text(&notes.join("\n"))
-        )?;
-    }
-    writeln!(out, "  </testsuite>")?;
-    writeln!(out, "</testsuites>")?;
-    Ok(out)
+    cases
 }
 
-/// Escapes text content. Characters XML 1.0 cannot carry at all become U+FFFD.
-pub fn text(s: &str) -> String {
-    escape(s, false)
+/// Passed without findings; otherwise one failure whose type is the most severe finding's severity.
+fn status(findings: &[&Finding]) -> TestCaseStatus {
+    let Some(first) = findings.first() else {
+        return TestCaseStatus::success();
+    };
+    let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
+    let message = match findings.len() {
+        1 => first.message.clone(),
+        n => format!("{n} findings; first: {}", first.message),
+    };
+    let worst = findings
+        .iter()
+        .map(|f| f.severity)
+        .max()
+        .unwrap_or(Severity::Info);
+    let description: Vec<String> = findings.iter().map(|f| describe(f)).collect();
+    status
+        .set_message(message)
+        .set_type(worst.as_str())
+        .set_description(description.join("\n\n"));
+    status
 }
 
-/// Escapes an attribute value; newlines and tabs are kept as character references.
-pub fn attr(s: &str) -> String {
-    escape(s, true)
-}
-
-fn escape(s: &str, attribute: bool) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' if attribute => out.push_str("&quot;"),
-            '\'' if attribute => out.push_str("&apos;"),
-            '\n' if attribute => out.push_str("&#10;"),
-            '\r' => out.push_str("&#13;"),
-            '\t' if attribute => out.push_str("&#9;"),
-            '\t' | '\n' => out.push(c),
-            c if is_xml_char(c) => out.push(c),
-            _ => out.push('\u{FFFD}'),
-        }
+fn describe(f: &Finding) -> String {
+    let mut body = format!(
+        "{}: {}\n{}",
+        f.severity.as_str(),
+        f.message,
+        f.subject.label()
+    );
+    for line in evidence_lines(f) {
+        body.push_str("\n  ");
+        body.push_str(&line);
     }
-    out
-}
-
-/// The XML 1.0 `Char` production.
-fn is_xml_char(c: char) -> bool {
-    matches!(c,
-        '\u{9}' | '\u{A}' | '\u{D}'
-        | '\u{20}'..='\u{D7FF}'
-        | '\u{E000}'..='\u{FFFD}'
-        | '\u{10000}'..='\u{10FFFF}')
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn escaping() {
-        assert_eq!(
-            attr("a<b & \"c\" 'd'\n\te"),
-            "a&lt;b &amp; &quot;c&quot; &apos;d&apos;&#10;&#9;e"
-        );
-        assert_eq!(text("x > y\n\"q\""), "x &gt; y\n\"q\"");
-        assert_eq!(text("nul\u{0}bell\u{7}"), "nul\u{FFFD}bell\u{FFFD}");
-        assert_eq!(text("cr\r"), "cr&#13;");
+    if !f.help.is_empty() {
+        body.push_str("\nhelp: ");
+        body.push_str(&f.help);
     }
+    body
 }
