@@ -121,10 +121,9 @@ async fn listed_ready(client: &kube::Client, run_id: &str) -> BTreeMap<String, (
 /// conflict, and merge patches not. `--keep` leaves the objects so that the report's Ready counts can be
 /// checked against a LIST of them.
 #[tokio::test]
+#[ignore = "needs testenv: ./test.sh runs it"]
 async fn good_variants_converge_beside_another_writer_and_ready_matches_a_list() {
-    let Some(env) = common::testenv("bench_good").await else {
-        return;
-    };
+    let env = common::testenv("bench_good").await;
     let out_dir = tempfile::tempdir().unwrap();
     let args = [
         "--variants",
@@ -201,10 +200,9 @@ async fn ready_matches_a_list_then_clean_up(env: &common::TestEnv, r: &Value, na
 
 /// "Never converges" needs a window: the bad variants run for a fixed one.
 #[tokio::test]
+#[ignore = "needs testenv: ./test.sh runs it"]
 async fn bad_variants_loop_or_never_become_ready() {
-    let Some(env) = common::testenv("bench_bad").await else {
-        return;
-    };
+    let env = common::testenv("bench_bad").await;
     let out_dir = tempfile::tempdir().unwrap();
     let args = [
         "--variants",
@@ -262,10 +260,9 @@ async fn bad_variants_loop_or_never_become_ready() {
 }
 
 #[tokio::test]
+#[ignore = "needs testenv: ./test.sh runs it"]
 async fn tenant_designs_report_memory_tasks_and_watches_per_tenant() {
-    let Some(env) = common::testenv("bench_tenants").await else {
-        return;
-    };
+    let env = common::testenv("bench_tenants").await;
     let out_dir = tempfile::tempdir().unwrap();
     let args = [
         "--experiment",
@@ -316,10 +313,9 @@ async fn tenant_designs_report_memory_tasks_and_watches_per_tenant() {
 }
 
 #[tokio::test]
+#[ignore = "needs testenv: ./test.sh runs it"]
 async fn forbidden_says_which_verb_on_which_resource_is_missing() {
-    let Some(env) = common::testenv("bench_forbidden").await else {
-        return;
-    };
+    let env = common::testenv("bench_forbidden").await;
     let kc = env.dir.join("readonly.kubeconfig");
     let out = tokio::task::spawn_blocking(move || {
         bench(
@@ -341,10 +337,9 @@ async fn forbidden_says_which_verb_on_which_resource_is_missing() {
 }
 
 #[tokio::test]
+#[ignore = "needs testenv: ./test.sh runs it"]
 async fn cleanup_removes_a_runs_namespaces_and_nothing_else() {
-    let Some(env) = common::testenv("bench_cleanup").await else {
-        return;
-    };
+    let env = common::testenv("bench_cleanup").await;
     let api: Api<Namespace> = Api::all(env.client.clone());
     let run_id = format!("c{:05x}", std::process::id() & 0xfffff);
     let mk = |name: String, labelled: bool| Namespace {

@@ -2,8 +2,11 @@
 //!
 //! One control plane serves the whole test run: `testenv/start.sh` starts it and exports
 //! `CTRLAUDIT_TESTENV_DIR` (test.sh does this). Each test calls [`testenv`] and gets an admin client, a read-only
-//! client and a namespace of its own, which is deleted when the returned [`TestEnv`] drops. Without a running
-//! testenv a test is skipped locally (it returns early after a note on stderr) and fails in CI (`CI=true`).
+//! client and a namespace of its own, which is deleted when the returned [`TestEnv`] drops.
+//!
+//! Every cluster test is `#[ignore = "needs testenv …"]`, so a plain `cargo test` lists it as ignored instead of
+//! passing it without a cluster; test.sh starts testenv and adds `--include-ignored`. A cluster test that runs
+//! without a usable testenv fails with the command that starts one.
 #![allow(dead_code, clippy::unwrap_used)] // each test binary uses a different subset of these helpers
 
 use std::path::{Path, PathBuf};
@@ -54,11 +57,6 @@ impl std::fmt::Debug for TestEnv {
     }
 }
 
-/// True when the cluster tests must not be skipped.
-pub fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
-}
-
 /// Where the running testenv keeps its state, if one is running.
 ///
 /// Only a dir that start.sh marked is accepted: a `KUBECONFIG` pointing at a real cluster is never used.
@@ -74,21 +72,16 @@ pub fn testenv_dir() -> Option<PathBuf> {
 }
 
 /// The admin client, a read-only client and a fresh namespace for the test `name`, with the Widget CRD
-/// installed. `None` (after a note on stderr) when no testenv runs and this is not CI.
-///
-/// Panics in CI when no testenv runs, and everywhere when a testenv is configured but broken.
-pub async fn testenv(name: &str) -> Option<TestEnv> {
+/// installed. Panics when no testenv runs or the one configured is not usable.
+pub async fn testenv(name: &str) -> TestEnv {
     let Some(dir) = testenv_dir() else {
-        let msg = "no testenv: CTRLAUDIT_TESTENV_DIR is not set. Run ./test.sh, or testenv/build.sh && \
-                   eval \"$(testenv/start.sh --audit)\" before cargo test";
-        if in_ci() {
-            panic!("{msg} (CI=true: cluster tests are never skipped)");
-        }
-        eprintln!("skipping {name}: {msg}");
-        return None;
+        panic!(
+            "{name} needs testenv and CTRLAUDIT_TESTENV_DIR is not set: run ./test.sh, or testenv/build.sh && \
+             eval \"$(testenv/start.sh --audit)\" before cargo test -- --include-ignored"
+        );
     };
     match connect(&dir, name).await {
-        Ok(env) => Some(env),
+        Ok(env) => env,
         Err(e) => panic!(
             "testenv at {} is configured but not usable: {e:#}",
             dir.display()
@@ -96,19 +89,14 @@ pub async fn testenv(name: &str) -> Option<TestEnv> {
     }
 }
 
-/// Like [`testenv`], but also needs the audit log: `None` (skipped) locally when testenv runs without
-/// `--audit`, a panic in CI.
-pub async fn testenv_with_audit(name: &str) -> Option<TestEnv> {
-    let env = testenv(name).await?;
-    if env.audit_log.is_none() {
-        let msg = "testenv was started without --audit (test.sh starts it with --audit)";
-        if in_ci() {
-            panic!("{name}: {msg}");
-        }
-        eprintln!("skipping {name}: {msg}");
-        return None;
-    }
-    Some(env)
+/// Like [`testenv`], but also needs the audit log (test.sh starts testenv with `--audit`).
+pub async fn testenv_with_audit(name: &str) -> TestEnv {
+    let env = testenv(name).await;
+    assert!(
+        env.audit_log.is_some(),
+        "{name}: testenv was started without --audit (test.sh starts it with --audit)"
+    );
+    env
 }
 
 /// A kube client from a kubeconfig file, sending `user_agent`.
