@@ -88,6 +88,14 @@ impl Subject {
         }
     }
 
+    /// `Kind.group` of an object or a resource type (see [`group_kind`]); `None` for other subjects.
+    pub fn type_label(&self) -> Option<String> {
+        match self {
+            Subject::Object { group, kind, .. } => Some(group_kind(group, kind)),
+            _ => None,
+        }
+    }
+
     /// A short, human-readable location: `src/a.rs:12:5`, `widgets.example.com/ns/name`, `manager=foo`.
     pub fn label(&self) -> String {
         match self {
@@ -98,11 +106,7 @@ impl Subject {
                 namespace,
                 name,
             } => {
-                let gk = if group.is_empty() {
-                    kind.clone()
-                } else {
-                    format!("{kind}.{group}")
-                };
+                let gk = group_kind(group, kind);
                 match (namespace, name.is_empty()) {
                     (Some(ns), false) => format!("{gk} {ns}/{name}"),
                     (None, false) => format!("{gk} {name}"),
@@ -198,4 +202,12 @@ impl Finding {
 /// Sorts findings into the one order that every output format uses.
 pub fn sort_findings(findings: &mut [Finding]) {
     findings.sort_by(Finding::sort_key_cmp);
+}
+/// `Kind.group` as kubectl prints a resource type (`Widget.bench.ctrlaudit.io`); the core group is just `Kind`.
+pub fn group_kind(group: &str, kind: &str) -> String {
+    if group.is_empty() {
+        kind.to_string()
+    } else {
+        format!("{kind}.{group}")
+    }
 }

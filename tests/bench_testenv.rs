@@ -81,6 +81,20 @@ async fn bench_json(env: &common::TestEnv, args: &[&str], dir: &Path) -> Output 
     .unwrap()
 }
 
+/// In a testenv namespace for the test `name`, runs `bench` with the whitespace-separated `args` (`-o json` into
+/// a temporary dir), asserts exit 0 and a complete report. Returns the testenv, the report and the output dir
+/// (removed when dropped).
+async fn bench_run(name: &str, args: &str) -> (common::TestEnv, Value, tempfile::TempDir) {
+    let env = common::testenv(name).await;
+    let dir = tempfile::tempdir().unwrap();
+    let args: Vec<&str> = args.split_whitespace().collect();
+    let out = bench_json(&env, &args, dir.path()).await;
+    let r = report(&out);
+    assert_success(&out);
+    assert_eq!(r["complete"], true, "{r}");
+    (env, r, dir)
+}
+
 fn assert_success(out: &Output) {
     assert_eq!(
         out.status.code(),
@@ -116,6 +130,8 @@ async fn listed_ready(client: &kube::Client, run_id: &str) -> BTreeMap<String, (
     out
 }
 
+const GOOD: &str = "--variants good,good-update --objects 40 --duration 15s --churn 30 --settle 180s --probe 0s --keep --finalize-namespaces";
+
 /// Convergence is what is asserted here, so the run waits for it (`--settle`, bounded) instead of hoping a
 /// fixed window is long enough on a loaded machine; the other writer (`--churn`) is what makes replace_status
 /// conflict, and merge patches not. `--keep` leaves the objects so that the report's Ready counts can be
@@ -123,28 +139,7 @@ async fn listed_ready(client: &kube::Client, run_id: &str) -> BTreeMap<String, (
 #[tokio::test]
 #[ignore = "needs testenv: ./test.sh runs it"]
 async fn good_variants_converge_beside_another_writer_and_ready_matches_a_list() {
-    let env = common::testenv("bench_good").await;
-    let out_dir = tempfile::tempdir().unwrap();
-    let args = [
-        "--variants",
-        "good,good-update",
-        "--objects",
-        "40",
-        "--duration",
-        "15s",
-        "--churn",
-        "30",
-        "--settle",
-        "180s",
-        "--probe",
-        "0s",
-        "--keep",
-        "--finalize-namespaces",
-    ];
-    let out = bench_json(&env, &args, out_dir.path()).await;
-    let r = report(&out);
-    assert_success(&out);
-    assert_eq!(r["complete"], true);
+    let (env, r, _out_dir) = bench_run("bench_good", GOOD).await;
 
     let good = variant(&r, "good");
     assert_eq!(good["ready"], good["expected"], "good converges: {good}");
@@ -198,28 +193,13 @@ async fn ready_matches_a_list_then_clean_up(env: &common::TestEnv, r: &Value, na
     assert!(run_namespaces(&env.client, &run_id).await.is_empty());
 }
 
+const BAD: &str = "--variants bad-annotation-loop,bad-status-on-main --objects 40 --duration 15s --probe 1s --keep --finalize-namespaces";
+
 /// "Never converges" needs a window: the bad variants run for a fixed one.
 #[tokio::test]
 #[ignore = "needs testenv: ./test.sh runs it"]
 async fn bad_variants_loop_or_never_become_ready() {
-    let env = common::testenv("bench_bad").await;
-    let out_dir = tempfile::tempdir().unwrap();
-    let args = [
-        "--variants",
-        "bad-annotation-loop,bad-status-on-main",
-        "--objects",
-        "40",
-        "--duration",
-        "15s",
-        "--probe",
-        "1s",
-        "--keep",
-        "--finalize-namespaces",
-    ];
-    let out = bench_json(&env, &args, out_dir.path()).await;
-    let r = report(&out);
-    assert_success(&out);
-    assert_eq!(r["complete"], true);
+    let (env, r, out_dir) = bench_run("bench_bad", BAD).await;
 
     let bad_loop = variant(&r, "bad-annotation-loop");
     assert_eq!(bad_loop["settled"], false, "{bad_loop}");
@@ -259,30 +239,13 @@ async fn bad_variants_loop_or_never_become_ready() {
         .await;
 }
 
+const TENANTS: &str = "--experiment tenants --tenants 4 --objects 8 --duration 8s --settle 180s --probe 0s --finalize-namespaces";
+
 #[tokio::test]
 #[ignore = "needs testenv: ./test.sh runs it"]
 async fn tenant_designs_report_memory_tasks_and_watches_per_tenant() {
-    let env = common::testenv("bench_tenants").await;
-    let out_dir = tempfile::tempdir().unwrap();
-    let args = [
-        "--experiment",
-        "tenants",
-        "--tenants",
-        "4",
-        "--objects",
-        "8",
-        "--duration",
-        "8s",
-        // Every object Ready is asserted: wait for it (bounded) rather than trust 8 s.
-        "--settle",
-        "180s",
-        "--probe",
-        "0s",
-        "--finalize-namespaces",
-    ];
-    let out = bench_json(&env, &args, out_dir.path()).await;
-    let r = report(&out);
-    assert_success(&out);
+    // Every object Ready is asserted: --settle waits for it (bounded) rather than trusting 8 s.
+    let (env, r, _out_dir) = bench_run("bench_tenants", TENANTS).await;
     for (name, watches, controllers) in [("per-tenant", 4.0, 4.0), ("shared", 1.0, 1.0)] {
         let v = variant(&r, name);
         assert_eq!(v["ready"], 8, "{v}");

@@ -23,7 +23,7 @@ use ctrlaudit::bench::widget::{Widget, WidgetSpec};
 use ctrlaudit::cli::{Cli, Command};
 use ctrlaudit::config::Config;
 use ctrlaudit::finding::{Finding, Subject};
-use ctrlaudit::live::snapshot::{Snapshot, Window};
+use ctrlaudit::live::snapshot::Snapshot;
 use ctrlaudit::live::{self, Observed, detectors, record};
 use kube::Client;
 use kube::api::{Api, Patch, PatchParams, PostParams};
@@ -288,15 +288,8 @@ async fn audit_names(env: &common::TestEnv, stable: &'static str, codes: &[&str]
 
 /// The detectors' findings on an audit log alone, over the window the log spans.
 fn audit_findings(text: &str) -> Vec<Finding> {
-    let summary = live::audit::summarise("audit", text, None);
-    let snap = Snapshot {
-        window: Window {
-            start_ms: summary.first_ms.unwrap_or(0),
-            end_ms: summary.last_ms.unwrap_or(1),
-        },
-        audit: Some(summary),
-        ..Default::default()
-    };
+    let mut snap = Snapshot::default();
+    snap.attach_audit(live::audit::summarise("audit", text, None));
     detectors::run_all(&snap, &Config::default())
 }
 

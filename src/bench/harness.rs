@@ -183,7 +183,7 @@ pub async fn run(g: &ClusterArgs, plan: &Plan) -> Result<BenchReport> {
         }
     });
     let result = tokio::select! {
-        r = measure_and_clean_up(&mut st, g, plan, &config, &admin, &output_dir, int_rx) => r,
+        r = measure_and_clean_up(&mut st, Setup { cluster: g, plan, config: &config, admin: &admin, output_dir: &output_dir }, int_rx) => r,
         // A second Ctrl-C drops the run where it stands; the binary exits right after.
         Ok(()) = quit_rx => Err(QuitWithoutCleanup.into()),
     };
@@ -191,19 +191,30 @@ pub async fn run(g: &ClusterArgs, plan: &Plan) -> Result<BenchReport> {
     result
 }
 
+/// What a run is given and does not change: its plan, where it connects and where it writes.
+#[derive(Clone, Copy)]
+struct Setup<'a> {
+    cluster: &'a ClusterArgs,
+    plan: &'a Plan,
+    config: &'a kube::Config,
+    admin: &'a Client,
+    output_dir: &'a std::path::Path,
+}
+
 /// Measures, then removes what the run created (unless `--keep`), and writes report.json.
-#[allow(clippy::too_many_arguments)]
 async fn measure_and_clean_up(
     st: &mut State,
-    g: &ClusterArgs,
-    plan: &Plan,
-    config: &kube::Config,
-    admin: &Client,
-    output_dir: &std::path::Path,
+    setup: Setup<'_>,
     int_rx: watch::Receiver<bool>,
 ) -> Result<BenchReport> {
+    let Setup {
+        plan,
+        admin,
+        output_dir,
+        ..
+    } = setup;
     let run_id = st.run_id.clone();
-    let outcome = execute(st, g, plan, config, admin, output_dir, int_rx).await;
+    let outcome = execute(st, setup, int_rx).await;
     let measured =
         !st.report.variants.is_empty() || st.report.ceiling.is_some() || st.report.speed.is_some();
     if let Err(e) = &outcome {
@@ -324,16 +335,14 @@ async fn create_namespaces(
     Ok(())
 }
 
-#[allow(clippy::too_many_arguments)]
-async fn execute(
-    st: &mut State,
-    g: &ClusterArgs,
-    plan: &Plan,
-    config: &kube::Config,
-    admin: &Client,
-    output_dir: &std::path::Path,
-    mut int: watch::Receiver<bool>,
-) -> Result<()> {
+async fn execute(st: &mut State, setup: Setup<'_>, mut int: watch::Receiver<bool>) -> Result<()> {
+    let Setup {
+        cluster: g,
+        plan,
+        config,
+        admin,
+        output_dir,
+    } = setup;
     let run_id = st.run_id.clone();
     st.crd = Some(interruptible(&mut int, cluster::ensure_crd(admin, &run_id)).await?);
     if !plan.probe.is_zero() {

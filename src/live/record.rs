@@ -5,7 +5,7 @@
 
 use crate::finding::Finding;
 use crate::live::audit;
-use crate::live::snapshot::{Snapshot, Window};
+use crate::live::snapshot::Snapshot;
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -81,15 +81,7 @@ pub fn read(dir: &Path) -> Result<Snapshot> {
             &text,
             snap.scope.namespace.as_deref(),
         );
-        if snap.window.end_ms <= snap.window.start_ms
-            && let (Some(a), Some(b)) = (summary.first_ms, summary.last_ms)
-        {
-            snap.window = Window {
-                start_ms: a,
-                end_ms: b.max(a + 1),
-            };
-        }
-        snap.audit = Some(summary);
+        snap.attach_audit(summary);
     }
     Ok(snap)
 }

@@ -33,6 +33,22 @@ pub struct Snapshot {
     pub write_ceiling: Option<f64>,
 }
 
+impl Snapshot {
+    /// Adds an audit log's summary; a snapshot without a window of its own (an offline replay of a log) takes the
+    /// span the log covers.
+    pub fn attach_audit(&mut self, summary: AuditSummary) {
+        if self.window.end_ms <= self.window.start_ms
+            && let (Some(a), Some(b)) = (summary.first_ms, summary.last_ms)
+        {
+            self.window = Window {
+                start_ms: a,
+                end_ms: b.max(a + 1),
+            };
+        }
+        self.audit = Some(summary);
+    }
+}
+
 /// The observation window, in milliseconds since the Unix epoch.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Window {
@@ -303,6 +319,17 @@ pub struct Identity {
     pub user_agent: String,
     /// The `fieldManager` query parameter of its writes, if any.
     pub manager: Option<String>,
+}
+
+impl Identity {
+    /// The client alone (user and user agent): reads and rejected writes carry no field manager, so requests are
+    /// grouped by who sent them.
+    pub fn client(&self) -> Identity {
+        Identity {
+            manager: None,
+            ..self.clone()
+        }
+    }
 }
 
 /// Requests of one kind from one identity.

@@ -338,16 +338,9 @@ fn encode_path(path: &str) -> String {
 fn logical(subject: &Subject) -> LogicalLocation {
     match subject {
         Subject::Object {
-            group,
-            kind,
-            namespace,
-            name,
+            namespace, name, ..
         } => {
-            let gk = if group.is_empty() {
-                kind.clone()
-            } else {
-                format!("{kind}.{group}")
-            };
+            let gk = subject.type_label().unwrap_or_default();
             let mut fqn = gk.clone();
             if let Some(ns) = namespace {
                 fqn.push('/');

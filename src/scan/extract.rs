@@ -215,6 +215,17 @@ fn object_kind_of_type(ty: &Type) -> Option<String> {
     .then(|| last.to_string())
 }
 
+/// The object kind named by the first generic argument: `Widget` in `Api::<Widget>` or `Controller::<Widget>`.
+fn first_type_argument_kind(args: &syn::PathArguments) -> Option<String> {
+    match args {
+        syn::PathArguments::AngleBracketed(a) => a.args.first().and_then(|g| match g {
+            syn::GenericArgument::Type(t) => object_kind_of_type(t),
+            _ => None,
+        }),
+        _ => None,
+    }
+}
+
 fn pat_ident(p: &Pat) -> Option<String> {
     match p {
         Pat::Ident(i) => Some(i.ident.to_string()),
@@ -424,14 +435,7 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
         {
             return None;
         }
-        let kind = match &api_seg.arguments {
-            syn::PathArguments::AngleBracketed(a) => a.args.first().and_then(|g| match g {
-                syn::GenericArgument::Type(t) => object_kind_of_type(t),
-                _ => None,
-            }),
-            _ => None,
-        };
-        Some(kind)
+        Some(first_type_argument_kind(&api_seg.arguments))
     }
 
     /// Is `p` the path of the kube function `name` (e.g. `watcher`)?
@@ -651,13 +655,7 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
                 ) {
                     return None;
                 }
-                let turbofish = match &ty.arguments {
-                    syn::PathArguments::AngleBracketed(a) => a.args.first().and_then(|g| match g {
-                        syn::GenericArgument::Type(t) => object_kind_of_type(t),
-                        _ => None,
-                    }),
-                    _ => None,
-                };
+                let turbofish = first_type_argument_kind(&ty.arguments);
                 let first = c.args.first();
                 let mut kind = turbofish;
                 let mut has_predicate = false;
@@ -923,6 +921,17 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
         self.model.fns.push(ctx.model);
     }
 
+    /// Records the requeue `e` builds (an `Action::requeue` or a `ReconcilerAction`) in the current fn,
+    /// marked conditional when it stands inside a branch.
+    fn record_requeue(&mut self, e: &Expr) {
+        let conditional = self.branches > 0;
+        let r = self.fns.last().and_then(|f| self.requeue_of(e, f));
+        if let (Some(mut r), Some(f)) = (r, self.fns.last_mut()) {
+            r.conditional = conditional;
+            f.model.requeues.push(r);
+        }
+    }
+
     fn requeue_of(&self, e: &Expr, ctx: &FnCtx) -> Option<Requeue> {
         let locals = |n: &str| ctx.vars.get(n).and_then(|v| v.init.clone());
         match e {
@@ -1058,13 +1067,16 @@ fn consumes(stmt: &str, name: Option<&str>) -> bool {
     }
 }
 
-fn macro_has_status_key(m: &syn::Macro) -> bool {
-    let last = m
-        .path
-        .segments
+/// The last segment of a path as a string: `patch_status` of `api.patch_status`'s callee, `json` of `serde_json::json!`.
+fn last_ident(p: &syn::Path) -> String {
+    p.segments
         .last()
         .map(|s| s.ident.to_string())
-        .unwrap_or_default();
+        .unwrap_or_default()
+}
+
+fn macro_has_status_key(m: &syn::Macro) -> bool {
+    let last = last_ident(&m.path);
     if last != "json" {
         return false;
     }
@@ -1548,12 +1560,7 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
         if let Expr::Path(p) = &*c.func {
             self.record_call_name(&p.path);
             let resolved = self.resolve_call_path(&p.path);
-            let last = p
-                .path
-                .segments
-                .last()
-                .map(|s| s.ident.to_string())
-                .unwrap_or_default();
+            let last = last_ident(&p.path);
             spawn_blocking = matches!(last.as_str(), "spawn_blocking" | "block_in_place");
             retry = last.to_ascii_lowercase().contains("retry");
             // CA305
@@ -1576,15 +1583,7 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
             }
             // CA203 and CA204 requeues
             if last == "requeue" && compact(&p.path).ends_with("Action::requeue") {
-                let conditional = self.branches > 0;
-                let r = self
-                    .fns
-                    .last()
-                    .and_then(|f| self.requeue_of(&Expr::Call(c.clone()), f));
-                if let (Some(mut r), Some(f)) = (r, self.fns.last_mut()) {
-                    r.conditional = conditional;
-                    f.model.requeues.push(r);
-                }
+                self.record_requeue(&Expr::Call(c.clone()));
             }
             // CA205
             if self.is_kube_fn(&p.path, &["watcher", "metadata_watcher"]) {
@@ -1628,15 +1627,7 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
 
     fn visit_expr_struct(&mut self, s: &'ast syn::ExprStruct) {
         if compact(&s.path).ends_with("ReconcilerAction") {
-            let conditional = self.branches > 0;
-            let r = self
-                .fns
-                .last()
-                .and_then(|f| self.requeue_of(&Expr::Struct(s.clone()), f));
-            if let (Some(mut r), Some(f)) = (r, self.fns.last_mut()) {
-                r.conditional = conditional;
-                f.model.requeues.push(r);
-            }
+            self.record_requeue(&Expr::Struct(s.clone()));
         }
         visit::visit_expr_struct(self, s);
     }
@@ -1808,12 +1799,7 @@ impl Extractor<'_, '_> {
     }
 
     fn check_metric_macro(&mut self, m: &syn::Macro) {
-        let last = m
-            .path
-            .segments
-            .last()
-            .map(|s| s.ident.to_string())
-            .unwrap_or_default();
+        let last = last_ident(&m.path);
         if !matches!(
             last.as_str(),
             "counter" | "gauge" | "histogram" | "increment_counter" | "increment_gauge"

@@ -123,15 +123,7 @@ pub async fn collect(client: Option<Client>, opts: &CollectOptions, cfg: &Config
                         ),
                     });
                 }
-                if snap.window.end_ms <= snap.window.start_ms
-                    && let (Some(a), Some(b)) = (summary.first_ms, summary.last_ms)
-                {
-                    snap.window = Window {
-                        start_ms: a,
-                        end_ms: b.max(a + 1),
-                    };
-                }
-                snap.audit = Some(summary);
+                snap.attach_audit(summary);
             }
             Err(e) => notes.push(Note {
                 subject: format!("audit log {}", path.display()),

@@ -16,6 +16,20 @@ const STORM_FACTOR: f64 = 3.0;
 /// Above this share of `requeue_after` results it is polling (CA203), not a storm.
 const POLLING_SHARE: f64 = 0.5;
 
+/// `hits`: (writes per minute, writes) of each object; `rate` their mean.
+fn evidence(hits: &[(f64, u32)], rate: f64, secs: f64) -> Vec<crate::finding::Evidence> {
+    vec![
+        value("objects", hits.len() as f64, "objects"),
+        value("writes without spec change per object", rate, "writes/min"),
+        value(
+            "writes",
+            hits.iter().map(|h| f64::from(h.1)).sum(),
+            "writes",
+        ),
+        window(secs),
+    ]
+}
+
 pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
     let limit = cfg.thresholds.churn_writes_per_object_per_min;
     let mut out = Vec::new();
@@ -75,16 +89,7 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
                 "CA201",
                 subject,
                 message,
-                vec![
-                    value("objects", hits.len() as f64, "objects"),
-                    value("writes without spec change per object", rate, "writes/min"),
-                    value(
-                        "writes",
-                        hits.iter().map(|h| f64::from(h.1)).sum(),
-                        "writes",
-                    ),
-                    window(s.window.secs()),
-                ],
+                evidence(&hits, rate, s.window.secs()),
             ));
         }
     }
@@ -101,8 +106,16 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
         let minutes = a.secs() / 60.0;
         type Key = (Identity, String, String, Option<String>);
         let mut per_id: BTreeMap<Key, Vec<(f64, u32)>> = BTreeMap::new();
+        // A client that writes status, under this fieldManager or another one (or none): joined by user and
+        // user agent, since kube-rs's status writes and its metadata writes may carry different managers.
+        let status_by_ua: Vec<(String, String)> = a
+            .objects
+            .iter()
+            .filter(|o| o.status_writes > 0)
+            .map(|o| (o.identity.user.clone(), o.identity.user_agent.clone()))
+            .collect();
         for o in &a.objects {
-            if o.no_spec_change < 2 || o.status_writes == 0 {
+            if o.no_spec_change < 2 {
                 continue;
             }
             if o.identity
@@ -110,6 +123,11 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
                 .as_ref()
                 .is_some_and(|m| reported.contains(m))
             {
+                continue;
+            }
+            let writes_status = o.status_writes > 0
+                || status_by_ua.contains(&(o.identity.user.clone(), o.identity.user_agent.clone()));
+            if !writes_status {
                 continue;
             }
             per_id
@@ -121,36 +139,6 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
                 ))
                 .or_default()
                 .push((f64::from(o.no_spec_change) / minutes, o.no_spec_change));
-        }
-        // The same client writes status under another fieldManager (or none): join by user and user agent.
-        let status_by_ua: Vec<(String, String)> = a
-            .objects
-            .iter()
-            .filter(|o| o.status_writes > 0)
-            .map(|o| (o.identity.user.clone(), o.identity.user_agent.clone()))
-            .collect();
-        for o in &a.objects {
-            if o.no_spec_change < 2 || o.status_writes > 0 {
-                continue;
-            }
-            if o.identity
-                .manager
-                .as_ref()
-                .is_some_and(|m| reported.contains(m))
-            {
-                continue;
-            }
-            if status_by_ua.contains(&(o.identity.user.clone(), o.identity.user_agent.clone())) {
-                per_id
-                    .entry((
-                        o.identity.clone(),
-                        o.group.clone(),
-                        o.resource.clone(),
-                        o.namespace.clone(),
-                    ))
-                    .or_default()
-                    .push((f64::from(o.no_spec_change) / minutes, o.no_spec_change));
-            }
         }
         for ((id, _group, resource, ns), hits) in per_id {
             let rate = hits.iter().map(|h| h.0).sum::<f64>() / hits.len() as f64;
@@ -168,16 +156,7 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
                 "CA201",
                 super::identity_subject(&id),
                 message,
-                vec![
-                    value("objects", hits.len() as f64, "objects"),
-                    value("writes without spec change per object", rate, "writes/min"),
-                    value(
-                        "writes",
-                        hits.iter().map(|h| f64::from(h.1)).sum(),
-                        "writes",
-                    ),
-                    window(a.secs()),
-                ],
+                evidence(&hits, rate, a.secs()),
             ));
         }
     }

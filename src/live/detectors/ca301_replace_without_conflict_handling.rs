@@ -31,6 +31,15 @@ fn evidence(conflicts: f64, writes: f64, secs: f64) -> Vec<crate::finding::Evide
     ]
 }
 
+/// `widgets` or `widgets/status`: the URL path segment a write went to.
+fn resource_path(resource: &str, subresource: &str) -> String {
+    if subresource.is_empty() {
+        resource.to_string()
+    } else {
+        format!("{resource}/{subresource}")
+    }
+}
+
 pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
     let mut out = Vec::new();
     let limit = cfg.thresholds.conflict_share;
@@ -71,11 +80,7 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
             if !trips(cfg, conflicts, writes) {
                 continue;
             }
-            let target = if sub.is_empty() {
-                resource.clone()
-            } else {
-                format!("{resource}/{sub}")
-            };
+            let target = resource_path(&resource, &sub);
             let message = format!(
                 "{} of {writes:.0} PUT/PATCH of {target} in {secs:.0} s were answered 409 Conflict ({conflicts:.0}, \
                  {:.2}/s; limit {}): writers replace with a stale resourceVersion (API server counters, cluster-wide)",
@@ -133,10 +138,7 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
             // A 409 carries no fieldManager difference, but keep the identity as the log gives it.
             let e = per
                 .entry((
-                    Identity {
-                        manager: None,
-                        ..g.identity.clone()
-                    },
+                    g.identity.client(),
                     g.group.clone(),
                     g.resource.clone(),
                     g.subresource.clone(),
@@ -152,11 +154,7 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
             if !trips(cfg, conflicts, writes) {
                 continue;
             }
-            let target = if sub.is_empty() {
-                resource.clone()
-            } else {
-                format!("{resource}/{sub}")
-            };
+            let target = resource_path(&resource, &sub);
             let message = format!(
                 "{} of {writes:.0} updates/patches of {target}{} by this client were answered 409 Conflict \
                  ({conflicts:.0} in {secs:.0} s; limit {}): it replaces with a stale resourceVersion and does not \

@@ -103,10 +103,7 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
             }
             let e = per
                 .entry((
-                    Identity {
-                        manager: None,
-                        ..g.identity.clone()
-                    },
+                    g.identity.client(),
                     g.group.clone(),
                     g.resource.clone(),
                     g.namespace.clone(),

@@ -82,14 +82,7 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
         for g in a.groups.iter().filter(|g| g.verb == "watch") {
             if let Some(ns) = g.namespace.as_deref() {
                 watches
-                    .entry((
-                        Identity {
-                            manager: None,
-                            ..g.identity.clone()
-                        },
-                        g.group.clone(),
-                        g.resource.clone(),
-                    ))
+                    .entry((g.identity.client(), g.group.clone(), g.resource.clone()))
                     .or_default()
                     .insert(ns);
             }

@@ -12,19 +12,9 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
                 finalizer_hidden(cx, fi, c, out);
                 continue;
             }
-            // The kind: from the Api, or from the reconcile the controller runs.
-            let reconcile_ids: Vec<_> = c
-                .run
-                .as_ref()
-                .and_then(|r| r.reconcile.as_ref())
-                .map(|n| cx.unit.resolve(n, fi))
-                .unwrap_or_default();
-            let kind = c.kind.clone().or_else(|| {
-                reconcile_ids
-                    .iter()
-                    .find_map(|id| cx.unit.func(*id).object_kind.clone())
-            });
-            let Some(kind) = kind else { continue };
+            let Some(kind) = controlled_kind(cx, fi, c) else {
+                continue;
+            };
             if NO_GENERATION.contains(&kind.as_str()) {
                 continue;
             }
@@ -78,6 +68,23 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
     }
 }
 
+/// The kind a controller reconciles: from its Api, or else from the object the reconcile it runs takes.
+fn controlled_kind(
+    cx: &Ctx<'_>,
+    fi: usize,
+    c: &crate::scan::model::ControllerModel,
+) -> Option<String> {
+    c.kind.clone().or_else(|| {
+        c.run
+            .as_ref()
+            .and_then(|r| r.reconcile.as_ref())
+            .map(|n| cx.unit.resolve(n, fi))
+            .unwrap_or_default()
+            .iter()
+            .find_map(|id| cx.unit.func(*id).object_kind.clone())
+    })
+}
+
 /// A generation-only predicate with `finalizer()`: the update that adds the finalizer bumps no
 /// generation, so the reconcile that should follow it never comes (kube-rs-facts: combine them).
 fn finalizer_hidden(
@@ -89,17 +96,7 @@ fn finalizer_hidden(
     if !c.hides_finalizers {
         return;
     }
-    let reconcile_ids: Vec<_> = c
-        .run
-        .as_ref()
-        .and_then(|r| r.reconcile.as_ref())
-        .map(|n| cx.unit.resolve(n, fi))
-        .unwrap_or_default();
-    let kind = c.kind.clone().or_else(|| {
-        reconcile_ids
-            .iter()
-            .find_map(|id| cx.unit.func(*id).object_kind.clone())
-    });
+    let kind = controlled_kind(cx, fi, c);
     let uses_finalizer = cx.unit.all_fns().any(|id| {
         let f = cx.unit.func(id);
         f.uses_finalizer && cx.reach.contains_key(&id) && f.object_kind == kind
