@@ -25,6 +25,7 @@ use ctrlaudit::config::Config;
 use ctrlaudit::finding::{Finding, Subject};
 use ctrlaudit::live::snapshot::Snapshot;
 use ctrlaudit::live::{self, Observed, detectors, record};
+use ctrlaudit::policy::Policy;
 use kube::Client;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
@@ -164,7 +165,9 @@ async fn observe<F: Future<Output = ()>>(
     let client = env.readonly.clone();
     let ns = env.namespace.clone();
     let handle = tokio::spawn(async move {
-        live::observe(Some((client, ns)), &g, false, &a, &Config::default()).await
+        let cfg = Config::default();
+        let policy = Policy::new(&cfg, &a.policy).unwrap();
+        live::observe(Some((client, ns)), &g, false, &a, &cfg, &policy).await
     });
     tokio::time::sleep(Duration::from_millis(1500)).await;
     drive.await;

@@ -94,16 +94,17 @@ pub struct Observed {
     pub findings: Vec<Finding>,
 }
 
-/// Collects (or replays), detects and applies the rule levels, without printing: the library entry point
-/// the tests use. An unknown rule code in `--deny/--warn/--allow` fails before anything is watched.
+/// Collects (or replays), detects with `cfg`'s thresholds and applies `policy`'s rule levels, without printing:
+/// the library entry point the tests use. The policy is built by the caller, so that a mistyped rule code fails
+/// before anything connects or watches.
 pub async fn observe(
     client: Option<(kube::Client, String)>,
     g: &ClusterArgs,
     all_namespaces: bool,
     a: &LiveArgs,
     cfg: &Config,
+    policy: &Policy,
 ) -> Result<Observed> {
-    let policy = Policy::new(cfg, &a.policy)?;
     let snapshot = match &a.replay {
         Some(dir) => record::read(dir)?,
         None => {
@@ -189,8 +190,8 @@ pub fn run(g: &ClusterArgs, out: &OutputArgs, all_namespaces: bool, a: &LiveArgs
         Some(p) => Config::load(p)?,
         None => Config::discover(std::path::Path::new("."))?,
     };
-    // Before the window, so that a mistyped code costs no wait.
-    Policy::new(&cfg, &a.policy).map_err(Failure::usage)?;
+    // Before connecting, so that a mistyped code costs no wait.
+    let policy = Policy::new(&cfg, &a.policy).map_err(Failure::usage)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -207,7 +208,7 @@ pub fn run(g: &ClusterArgs, out: &OutputArgs, all_namespaces: bool, a: &LiveArgs
                 }
             }
         };
-        observe(client, g, all_namespaces, a, &cfg).await
+        observe(client, g, all_namespaces, a, &cfg, &policy).await
     })?;
     let Observed { snapshot, findings } = observed;
     let stats = stats(&snapshot);
