@@ -5,7 +5,7 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use k8s_openapi::api::core::v1::Namespace;
@@ -15,6 +15,11 @@ use kube::api::{
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_kubectl-ctrlaudit");
+
+// The bench runs of the tests below.
+const GOOD: &str = "--variants good,good-update --objects 40 --duration 15s --churn 30 --settle 180s --probe 0s --keep --finalize-namespaces";
+const BAD: &str = "--variants bad-annotation-loop,bad-status-on-main --objects 40 --duration 15s --probe 1s --keep --finalize-namespaces";
+const TENANTS: &str = "--experiment tenants --tenants 4 --objects 8 --duration 8s --settle 180s --probe 0s --finalize-namespaces";
 
 fn bench(kubeconfig: &Path, args: &[&str]) -> Output {
     Command::new(BIN)
@@ -70,12 +75,19 @@ async fn run_namespaces(client: &kube::Client, run_id: &str) -> Vec<String> {
 
 /// Runs `bench ARGS -o json --output-dir DIR` on a blocking thread; returns the process output.
 async fn bench_json(env: &common::TestEnv, args: &[&str], dir: &Path) -> Output {
-    let kc = env.dir.join("kubeconfig");
-    let mut all: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-    all.extend(["-o".into(), "json".into(), "--output-dir".into()]);
-    all.push(dir.to_str().unwrap().to_string());
+    let mut all = args.to_vec();
+    all.extend(["-o", "json", "--output-dir", dir.to_str().unwrap()]);
+    bench_off_thread(env.dir.join("kubeconfig"), &all).await
+}
+
+/// Runs `bench ARGS` with `kubeconfig` on a blocking thread, so the test's runtime keeps serving.
+async fn bench_off_thread(kubeconfig: PathBuf, args: &[&str]) -> Output {
+    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
     tokio::task::spawn_blocking(move || {
-        bench(&kc, &all.iter().map(String::as_str).collect::<Vec<_>>())
+        bench(
+            &kubeconfig,
+            &args.iter().map(String::as_str).collect::<Vec<_>>(),
+        )
     })
     .await
     .unwrap()
@@ -130,8 +142,6 @@ async fn listed_ready(client: &kube::Client, run_id: &str) -> BTreeMap<String, (
     out
 }
 
-const GOOD: &str = "--variants good,good-update --objects 40 --duration 15s --churn 30 --settle 180s --probe 0s --keep --finalize-namespaces";
-
 /// Convergence is what is asserted here, so the run waits for it (`--settle`, bounded) instead of hoping a
 /// fixed window is long enough on a loaded machine; the other writer (`--churn`) is what makes replace_status
 /// conflict, and merge patches not. `--keep` leaves the objects so that the report's Ready counts can be
@@ -182,18 +192,14 @@ async fn ready_matches_a_list_then_clean_up(env: &common::TestEnv, r: &Value, na
             "{name}: the report's Ready differs from a LIST"
         );
     }
-    let kc = env.dir.join("kubeconfig");
-    let id = run_id.clone();
-    let out = tokio::task::spawn_blocking(move || {
-        bench(&kc, &["--cleanup", &id, "--finalize-namespaces"])
-    })
-    .await
-    .unwrap();
+    let out = bench_off_thread(
+        env.dir.join("kubeconfig"),
+        &["--cleanup", &run_id, "--finalize-namespaces"],
+    )
+    .await;
     assert_success(&out);
     assert!(run_namespaces(&env.client, &run_id).await.is_empty());
 }
-
-const BAD: &str = "--variants bad-annotation-loop,bad-status-on-main --objects 40 --duration 15s --probe 1s --keep --finalize-namespaces";
 
 /// "Never converges" needs a window: the bad variants run for a fixed one.
 #[tokio::test]
@@ -239,8 +245,6 @@ async fn bad_variants_loop_or_never_become_ready() {
         .await;
 }
 
-const TENANTS: &str = "--experiment tenants --tenants 4 --objects 8 --duration 8s --settle 180s --probe 0s --finalize-namespaces";
-
 #[tokio::test]
 #[ignore = "needs testenv: ./test.sh runs it"]
 async fn tenant_designs_report_memory_tasks_and_watches_per_tenant() {
@@ -279,15 +283,11 @@ async fn tenant_designs_report_memory_tasks_and_watches_per_tenant() {
 #[ignore = "needs testenv: ./test.sh runs it"]
 async fn forbidden_says_which_verb_on_which_resource_is_missing() {
     let env = common::testenv("bench_forbidden").await;
-    let kc = env.dir.join("readonly.kubeconfig");
-    let out = tokio::task::spawn_blocking(move || {
-        bench(
-            &kc,
-            &["--rule", "CA201", "--objects", "5", "--duration", "5s"],
-        )
-    })
-    .await
-    .unwrap();
+    let out = bench_off_thread(
+        env.dir.join("readonly.kubeconfig"),
+        &["--rule", "CA201", "--objects", "5", "--duration", "5s"],
+    )
+    .await;
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "stderr: {stderr}");
     assert!(stderr.contains("forbidden"), "{stderr}");
@@ -333,13 +333,11 @@ async fn cleanup_removes_a_runs_namespaces_and_nothing_else() {
         .await
         .unwrap();
 
-    let kc = env.dir.join("kubeconfig");
-    let id = run_id.clone();
-    let out = tokio::task::spawn_blocking(move || {
-        bench(&kc, &["--cleanup", &id, "--finalize-namespaces"])
-    })
-    .await
-    .unwrap();
+    let out = bench_off_thread(
+        env.dir.join("kubeconfig"),
+        &["--cleanup", &run_id, "--finalize-namespaces"],
+    )
+    .await;
     assert_eq!(
         out.status.code(),
         Some(0),
