@@ -88,14 +88,14 @@ fn run_rules(out: &OutputArgs, a: &RulesArgs) -> Outcome {
                 format!("unknown rule {code:?} (see `kubectl ctrlaudit rules`)")
             })?;
             match out.output {
-                Format::Json => {
+                Some(Format::Json) => {
                     output::println(&serde_json::to_string_pretty(&rule_json(rule))?)?;
                 }
                 _ => output::print(rule.doc())?,
             }
         }
         None => match out.output {
-            Format::Json => {
+            Some(Format::Json) => {
                 let all: Vec<_> = RULES.iter().map(rule_json).collect();
                 output::println(&serde_json::to_string_pretty(&all)?)?;
             }

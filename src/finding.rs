@@ -203,6 +203,7 @@ impl Finding {
 pub fn sort_findings(findings: &mut [Finding]) {
     findings.sort_by(Finding::sort_key_cmp);
 }
+
 /// `Kind.group` as kubectl prints a resource type (`Widget.bench.ctrlaudit.io`); the core group is just `Kind`.
 pub fn group_kind(group: &str, kind: &str) -> String {
     if group.is_empty() {

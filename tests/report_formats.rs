@@ -111,6 +111,7 @@ fn render_all(format: Format, command: &str, findings: &[Finding], notes: &[Note
         notes,
         stats: &stats,
         color: false,
+        sources: &ctrlaudit::report::NO_SOURCES,
     };
     let first = render(format, &report).expect("renders");
     let second = render(format, &report).expect("renders");
@@ -173,6 +174,7 @@ fn table_colors_by_severity_when_asked() {
         notes: &[],
         stats: &[],
         color: true,
+        sources: &ctrlaudit::report::NO_SOURCES,
     };
     let out = render(Format::Table, &report).expect("renders");
     assert!(out.contains('\x1b'), "{out}");

@@ -59,7 +59,7 @@ pub fn run(g: &ClusterArgs, out: &OutputArgs, a: &BenchArgs) -> Outcome {
         output::print(&catalog::listing()).context("writing to stdout")?;
         return Ok(Status::Clean);
     }
-    let json = match out.output {
+    let json = match out.format("bench") {
         Format::Table => false,
         Format::Json => true,
         other => {

@@ -1,7 +1,7 @@
 //! The output flags every command shares (`-o`, `--output-file`, `--fail-on`, `--color`) and the one step
 //! that renders a lens's findings to stdout and to each requested file.
 
-use super::{Format, Note, Report};
+use super::{Format, Note, Report, Sources};
 use crate::exit::Status;
 use crate::finding::{Finding, Severity};
 use anyhow::{Context, Result};
@@ -11,9 +11,9 @@ use std::io::IsTerminal;
 /// Output flags, accepted before or after the command.
 #[derive(Debug, Clone, clap::Args)]
 pub struct OutputArgs {
-    /// Output format on stdout.
-    #[arg(short = 'o', long = "output", global = true, value_enum, default_value_t = Format::Table)]
-    pub output: Format,
+    /// Output format on stdout [default: full for scan, table for the other commands].
+    #[arg(short = 'o', long = "output", global = true, value_enum)]
+    pub output: Option<Format>,
     /// Also write FORMAT to PATH (repeatable), e.g. `--output-file sarif=ctrlaudit.sarif`.
     #[arg(long = "output-file", global = true, value_name = "FORMAT=PATH")]
     pub output_files: Vec<String>,
@@ -28,7 +28,7 @@ pub struct OutputArgs {
 impl Default for OutputArgs {
     fn default() -> Self {
         Self {
-            output: Format::Table,
+            output: None,
             output_files: Vec::new(),
             fail_on: FailOn::Warning,
             color: Color::Auto,
@@ -82,6 +82,16 @@ impl OutputArgs {
         }
     }
 
+    /// The `-o` format, or the command's default: rustc-style snippets for scan (as clippy and ruff print), a
+    /// table for the commands whose findings are about a cluster.
+    pub fn format(&self, command: &str) -> Format {
+        self.output.unwrap_or(if command == "scan" {
+            Format::Full
+        } else {
+            Format::Table
+        })
+    }
+
     /// Renders to stdout in `-o` and to each `--output-file` (parsed up front with
     /// [`super::output_files`], so that a bad spec fails before the work).
     pub fn emit(
@@ -92,14 +102,24 @@ impl OutputArgs {
         stats: &[(String, String)],
         files: &[(Format, std::path::PathBuf)],
     ) -> Result<()> {
+        let format = self.format(command);
+        let quotes_source = std::iter::once(format)
+            .chain(files.iter().map(|(f, _)| *f))
+            .any(|f| f == Format::Full);
+        let sources = if quotes_source {
+            read_sources(findings)
+        } else {
+            Sources::new()
+        };
         let mut report = Report {
             command,
             findings,
             notes,
             stats,
             color: self.use_color(),
+            sources: &sources,
         };
-        let text = super::render(self.output, &report)?;
+        let text = super::render(format, &report)?;
         crate::output::print(&text).context("writing the report to stdout")?;
         report.color = false;
         for (format, path) in files {
@@ -109,4 +129,27 @@ impl OutputArgs {
         }
         Ok(())
     }
+}
+
+/// The files the findings point into (their spans and related places), read as they are now; a file that cannot
+/// be read is left out and `full` prints its `path:line:col` instead.
+fn read_sources(findings: &[Finding]) -> Sources {
+    let mut sources = Sources::new();
+    let spans = findings.iter().flat_map(|f| {
+        f.subject
+            .span()
+            .into_iter()
+            .chain(f.evidence.iter().filter_map(|e| match e {
+                crate::finding::Evidence::Related { span, .. } => Some(span),
+                _ => None,
+            }))
+    });
+    for span in spans {
+        if !sources.contains_key(&span.file)
+            && let Ok(text) = std::fs::read_to_string(&span.file)
+        {
+            sources.insert(span.file.clone(), text);
+        }
+    }
+    sources
 }

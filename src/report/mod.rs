@@ -1,6 +1,9 @@
-//! Output formats: one `Report` (findings, notes, stats) rendered as a table, JSON, SARIF, JUnit or GitHub annotations.
+//! Output formats: one `Report` (findings, notes, stats) rendered as rustc-style snippets, one line per finding, a
+//! table, JSON, SARIF, JUnit or GitHub annotations.
 
+pub mod concise;
 pub mod emit;
+pub mod full;
 pub mod github;
 pub mod json;
 pub mod junit;
@@ -18,7 +21,11 @@ pub use emit::{Color, FailOn, OutputArgs};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Format {
-    /// A human-readable table (the default).
+    /// Each finding with its source lines and the span underlined, as rustc and clippy print (scan's default).
+    Full,
+    /// One line per finding, `path:line:col: CODE message`: clickable in terminals and editors.
+    Concise,
+    /// A table (the default of live, bench and rules).
     Table,
     /// Findings, notes, summary and stats as pretty JSON.
     Json,
@@ -32,7 +39,9 @@ pub enum Format {
 
 impl Format {
     /// Every format, in the order of the help text.
-    pub const ALL: [Format; 5] = [
+    pub const ALL: [Format; 7] = [
+        Format::Full,
+        Format::Concise,
         Format::Table,
         Format::Json,
         Format::Sarif,
@@ -42,6 +51,8 @@ impl Format {
 
     pub fn as_str(self) -> &'static str {
         match self {
+            Format::Full => "full",
+            Format::Concise => "concise",
             Format::Table => "table",
             Format::Json => "json",
             Format::Sarif => "sarif",
@@ -82,6 +93,20 @@ pub struct Note {
     pub message: String,
 }
 
+// ANSI styles of the text formats.
+const RED: &str = "\x1b[31m";
+const YELLOW: &str = "\x1b[33m";
+const CYAN: &str = "\x1b[36m";
+const BOLD: &str = "\x1b[1m";
+const RESET: &str = "\x1b[0m";
+
+/// The text of source files named by findings, by path as the findings give it; read at the output edge (see
+/// [`emit`]) for the formats that quote source.
+pub type Sources = std::collections::BTreeMap<String, String>;
+
+/// No source text: the formats that quote source fall back to `path:line:col`.
+pub static NO_SOURCES: Sources = Sources::new();
+
 /// Everything one run has to say, borrowed from the caller.
 #[derive(Debug)]
 pub struct Report<'a> {
@@ -92,8 +117,10 @@ pub struct Report<'a> {
     pub notes: &'a [Note],
     /// e.g. ("files scanned","42"), ("files parsed","7"), ("duration","0.12s").
     pub stats: &'a [(String, String)],
-    /// ANSI color by severity; the table format only.
+    /// ANSI color by severity (table, full and concise).
     pub color: bool,
+    /// Source text for `full`; [`NO_SOURCES`] where none was read.
+    pub sources: &'a Sources,
 }
 
 /// `--output-file FORMAT=PATH` values, each checked: a known format and a non-empty path.
@@ -115,6 +142,8 @@ pub fn output_files(specs: &[String]) -> anyhow::Result<Vec<(Format, std::path::
 /// Renders `report` in `format`. The result ends with a newline.
 pub fn render(format: Format, report: &Report<'_>) -> anyhow::Result<String> {
     let out = match format {
+        Format::Full => full::render(report),
+        Format::Concise => concise::render(report),
         Format::Table => table::render(report),
         Format::Json => json::render(report),
         Format::Sarif => sarif::render(report),
@@ -178,6 +207,28 @@ pub fn stats_line(stats: &[(String, String)]) -> String {
         .map(|(k, v)| format!("{k}: {v}"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// The lines every text format ends with: the skip notes, the summary line and the stats (when any).
+pub fn footer(report: &Report<'_>) -> String {
+    let paint = |style: &str, line: String| {
+        if report.color {
+            format!("{style}{line}{RESET}\n")
+        } else {
+            format!("{line}\n")
+        }
+    };
+    let mut out = String::new();
+    for note in report.notes {
+        out.push_str(&paint(YELLOW, note_line(note)));
+    }
+    out.push_str(&paint(BOLD, summary_line(report.findings)));
+    let stats = stats_line(report.stats);
+    if !stats.is_empty() {
+        out.push_str(&stats);
+        out.push('\n');
+    }
+    out
 }
 
 /// "skipped: path — reason".

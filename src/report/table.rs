@@ -1,6 +1,6 @@
 //! The default human-readable output: a table of findings, the skip notes, a summary line and the stats.
 
-use super::{Report, evidence_lines, normalize_path, note_line, stats_line, summary_line};
+use super::{CYAN, RED, Report, YELLOW, evidence_lines, footer, normalize_path};
 use crate::finding::{Finding, Severity, Subject};
 use comfy_table::{
     Attribute, Cell, Color, ColumnConstraint, ContentArrangement, Table, Width, presets,
@@ -10,12 +10,6 @@ use std::io::IsTerminal;
 
 /// Width used when stdout is not a terminal (files, pipes, tests), so that output is deterministic.
 pub const DEFAULT_WIDTH: u16 = 120;
-
-const RED: &str = "\x1b[31m";
-const YELLOW: &str = "\x1b[33m";
-const CYAN: &str = "\x1b[36m";
-const BOLD: &str = "\x1b[1m";
-const RESET: &str = "\x1b[0m";
 
 /// Renders the table (omitted when there are no findings), then notes, summary and stats.
 pub fn render(report: &Report<'_>) -> anyhow::Result<String> {
@@ -34,24 +28,7 @@ pub fn render_with_width(report: &Report<'_>, width: u16) -> anyhow::Result<Stri
         let table = findings_table(report.findings, report.color, width);
         writeln!(out, "{table}")?;
     }
-    for note in report.notes {
-        let line = note_line(note);
-        if report.color {
-            writeln!(out, "{YELLOW}{line}{RESET}")?;
-        } else {
-            writeln!(out, "{line}")?;
-        }
-    }
-    let summary = summary_line(report.findings);
-    if report.color {
-        writeln!(out, "{BOLD}{summary}{RESET}")?;
-    } else {
-        writeln!(out, "{summary}")?;
-    }
-    let stats = stats_line(report.stats);
-    if !stats.is_empty() {
-        writeln!(out, "{stats}")?;
-    }
+    out.push_str(&footer(report));
     Ok(out)
 }
 
@@ -167,6 +144,7 @@ mod tests {
             notes: &[],
             stats: &[("files scanned".into(), "3".into())],
             color: false,
+            sources: &crate::report::NO_SOURCES,
         };
         let out = render_with_width(&r, 120).expect("renders");
         assert_eq!(out, "no findings\nfiles scanned: 3\n");
@@ -181,6 +159,7 @@ mod tests {
             notes: &[],
             stats: &[],
             color: false,
+            sources: &crate::report::NO_SOURCES,
         };
         let plain = render_with_width(&r, 120).expect("renders");
         assert!(!plain.contains('\x1b'), "{plain}");
@@ -203,6 +182,7 @@ mod tests {
             notes: &[],
             stats: &[],
             color: false,
+            sources: &crate::report::NO_SOURCES,
         };
         let out = render_with_width(&r, 60).expect("renders");
         for line in out.lines() {

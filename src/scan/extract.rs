@@ -304,8 +304,13 @@ fn volatile_in_tokens(
                 {
                     let fname = f.to_string();
                     if VOLATILE.iter().any(|(t, m)| *t == name && *m == fname) {
+                        // From `Utc` to the call's closing parenthesis, so the whole call is underlined.
+                        let whole = match toks.get(i + 4) {
+                            Some(TokenTree::Group(args)) => id.span().join(args.span()),
+                            _ => id.span().join(f.span()),
+                        };
                         return Some((
-                            id.span(),
+                            whole.unwrap_or_else(|| id.span()),
                             format!("{name}::{fname}()"),
                             last_str.clone().or_else(|| key.clone()),
                             None,
