@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""scan's accuracy on real operators: fetches the published crates of corpus/crates.tsv from crates.io (checked
+against the index's sha256), scans each with kubectl-ctrlaudit, and scores the findings against
+corpus/labels.tsv: precision and recall per rule and overall, then every finding not yet labelled (in the labels
+file's format, to review and paste) and every labelled true case that was missed.
+
+Usage: corpus/run.sh [--bin PATH] [--dir DIR] [--min-severity info|warning|error]
+No third-party code is stored in this repository: the crates go to DIR (default /tmp/ctrlaudit-corpus).
+"""
+
+import argparse
+import collections
+import hashlib
+import io
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SEVERITY = {"info": 0, "warning": 1, "error": 2}
+
+
+def read_tsv(path):
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if line and not line.startswith("#"):
+                yield line.split("\t")
+
+
+def index_path(name):
+    n = name.lower()
+    if len(n) <= 2:
+        return f"{len(n)}/{n}"
+    if len(n) == 3:
+        return f"3/{n[0]}/{n}"
+    return f"{n[:2]}/{n[2:4]}/{n}"
+
+
+def fetch(name, version, sha256, root):
+    """Unpacks name-version under root once; the archive must match the index's checksum."""
+    dest = os.path.join(root, f"{name}-{version}")
+    if os.path.isdir(dest):
+        return dest
+    url = f"https://static.crates.io/crates/{name}/{name}-{version}.crate"
+    with urllib.request.urlopen(url, timeout=60) as r:
+        data = r.read()
+    got = hashlib.sha256(data).hexdigest()
+    if got != sha256:
+        sys.exit(f"{name}-{version}: sha256 {got} does not match the index's {sha256}")
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as t:
+        t.extractall(root, filter="data")
+    return dest
+
+
+def scan(binary, crate_dir):
+    out = subprocess.run(
+        [binary, "scan", crate_dir, "-o", "json", "--fail-on", "never"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if out.returncode != 0:
+        sys.exit(f"scan of {crate_dir} exited {out.returncode}: {out.stderr}")
+    return json.loads(out.stdout)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--bin", default="target/release/kubectl-ctrlaudit")
+    ap.add_argument("--dir", default=os.environ.get("CTRLAUDIT_CORPUS_DIR", "/tmp/ctrlaudit-corpus"))
+    ap.add_argument("--min-severity", choices=list(SEVERITY), default="info",
+                    help="score only findings at or above this severity")
+    a = ap.parse_args()
+    os.makedirs(a.dir, exist_ok=True)
+
+    crates = [(r[0], r[1], r[2]) for r in read_tsv(os.path.join(HERE, "crates.tsv"))]
+    # (crate@version, path, line, code) -> (expected, reason)
+    labels = {}
+    for r in read_tsv(os.path.join(HERE, "labels.tsv")):
+        if len(r) < 6 or r[4] not in ("true", "false"):
+            sys.exit(f"labels.tsv: bad row {r!r} (crate@version, path, line, code, true|false, reason)")
+        labels[(r[0], r[1], int(r[2]), r[3])] = (r[4] == "true", r[5])
+
+    found = {}  # key -> severity
+    for name, version, sha in crates:
+        d = fetch(name, version, sha, a.dir)
+        doc = scan(a.bin, d)
+        for f in doc["findings"]:
+            s = f["subject"]
+            if s.get("type") != "source":
+                continue
+            path = os.path.relpath(s["file"], d)
+            key = (f"{name}@{version}", path, s["line"], f["code"])
+            if SEVERITY[f["severity"]] >= SEVERITY[a.min_severity]:
+                found[key] = (f["severity"], f["message"])
+
+    per = collections.defaultdict(lambda: collections.Counter())
+    unlabelled = []
+    for key, (sev, msg) in sorted(found.items()):
+        code = key[3]
+        label = labels.get(key)
+        if label is None:
+            per[code]["unlabelled"] += 1
+            unlabelled.append((key, sev, msg))
+        elif label[0]:
+            per[code]["tp"] += 1
+        else:
+            per[code]["fp"] += 1
+    missed = []
+    for key, (expected, reason) in sorted(labels.items()):
+        if expected and key not in found:
+            per[key[3]]["fn"] += 1
+            missed.append((key, reason))
+
+    def pct(n, d):
+        return f"{100.0 * n / d:.1f}%" if d else "—"
+
+    print(f"{len(crates)} crates, findings at {a.min_severity} or above: {len(found)}")
+    print()
+    print("| rule | findings | true | false | unlabelled | missed | precision | recall |")
+    print("|---|---|---|---|---|---|---|---|")
+    total = collections.Counter()
+    for code in sorted(per):
+        c = per[code]
+        total.update(c)
+        n = c["tp"] + c["fp"] + c["unlabelled"]
+        print(f"| {code} | {n} | {c['tp']} | {c['fp']} | {c['unlabelled']} | {c['fn']} | "
+              f"{pct(c['tp'], c['tp'] + c['fp'])} | {pct(c['tp'], c['tp'] + c['fn'])} |")
+    n = total["tp"] + total["fp"] + total["unlabelled"]
+    print(f"| all | {n} | {total['tp']} | {total['fp']} | {total['unlabelled']} | {total['fn']} | "
+          f"{pct(total['tp'], total['tp'] + total['fp'])} | {pct(total['tp'], total['tp'] + total['fn'])} |")
+    if unlabelled:
+        print(f"\n{len(unlabelled)} findings not in corpus/labels.tsv (label each true or false, with a reason):")
+        for (crate, path, line, code), sev, msg in unlabelled:
+            print(f"{crate}\t{path}\t{line}\t{code}\t?\t{sev}: {msg}")
+    if missed:
+        print(f"\n{len(missed)} labelled true cases that scan did not report:")
+        for (crate, path, line, code), reason in missed:
+            print(f"{crate}\t{path}\t{line}\t{code}\t{reason}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
