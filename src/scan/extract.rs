@@ -108,6 +108,8 @@ pub struct Extractor<'a, 'ast> {
     scopes: Vec<Scope>,
     guards: usize,
     branches: usize,
+    /// Depth of error paths around the node being visited (see `Requeue::on_error`).
+    error_path: usize,
     blocking_ok: usize,
     retry_closure: usize,
     propagated: HashSet<(usize, usize)>,
@@ -359,6 +361,7 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
             scopes: Vec::new(),
             guards: 0,
             branches: 0,
+            error_path: 0,
             blocking_ok: 0,
             retry_closure: 0,
             propagated: HashSet::new(),
@@ -926,13 +929,22 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
         self.model.fns.push(ctx.model);
     }
 
+    /// Visits `e` as part of an error path.
+    fn visit_on_error_path(&mut self, e: &'ast Expr) {
+        self.error_path += 1;
+        self.visit_expr(e);
+        self.error_path -= 1;
+    }
+
     /// Records the requeue `e` builds (an `Action::requeue` or a `ReconcilerAction`) in the current fn,
     /// marked conditional when it stands inside a branch.
     fn record_requeue(&mut self, e: &Expr) {
         let conditional = self.branches > 0;
+        let on_error = self.error_path > 0;
         let r = self.fns.last().and_then(|f| self.requeue_of(e, f));
         if let (Some(mut r), Some(f)) = (r, self.fns.last_mut()) {
             r.conditional = conditional;
+            r.on_error = on_error;
             f.model.requeues.push(r);
         }
     }
@@ -951,6 +963,7 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
                         secs,
                         unresolved,
                         conditional: false,
+                        on_error: false,
                         text: compact(c),
                     });
                 }
@@ -974,6 +987,7 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
                     secs,
                     unresolved,
                     conditional: false,
+                    on_error: false,
                     text: compact(f),
                 })
             }
@@ -1078,6 +1092,26 @@ fn last_ident(p: &syn::Path) -> String {
         .last()
         .map(|s| s.ident.to_string())
         .unwrap_or_default()
+}
+
+/// `Err(..)` (or `Err(_) | …`) as a match arm's pattern.
+fn is_err_pattern(p: &Pat) -> bool {
+    match p {
+        Pat::TupleStruct(t) => last_ident(&t.path) == "Err",
+        Pat::Or(o) => o.cases.iter().all(is_err_pattern),
+        Pat::Ident(i) => i.subpat.as_ref().is_some_and(|(_, p)| is_err_pattern(p)),
+        _ => false,
+    }
+}
+
+/// `if let Err(..) = …` or `if x.is_err()`: the branch runs when something failed.
+fn is_error_condition(cond: &Expr) -> bool {
+    match cond {
+        Expr::Let(l) => is_err_pattern(&l.pat),
+        Expr::MethodCall(m) => m.method == "is_err",
+        Expr::Paren(p) => is_error_condition(&p.expr),
+        _ => false,
+    }
 }
 
 fn macro_has_status_key(m: &syn::Macro) -> bool {
@@ -1556,7 +1590,20 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
                 self.check_labels(a);
             }
         }
-        visit::visit_expr_method_call(self, m);
+        // The closure of an error-mapping method runs on the error path only.
+        let error_args = match method.as_str() {
+            "map_err" | "or_else" | "unwrap_or_else" | "inspect_err" => m.args.len(),
+            "map_or_else" => 1,
+            _ => 0,
+        };
+        self.visit_expr(&m.receiver);
+        for (i, a) in m.args.iter().enumerate() {
+            if i < error_args {
+                self.visit_on_error_path(a);
+            } else {
+                self.visit_expr(a);
+            }
+        }
     }
 
     fn visit_expr_call(&mut self, c: &'ast syn::ExprCall) {
@@ -1621,7 +1668,10 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
         if retry {
             self.retry_closure += 1;
         }
+        let err_value = matches!(&*c.func, Expr::Path(p) if last_ident(&p.path) == "Err");
+        self.error_path += usize::from(err_value);
         visit::visit_expr_call(self, c);
+        self.error_path -= usize::from(err_value);
         if spawn_blocking {
             self.blocking_ok -= 1;
         }
@@ -1654,7 +1704,10 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
             self.guards += 1;
         }
         self.branches += 1;
+        let on_error = is_error_condition(&i.cond);
+        self.error_path += usize::from(on_error);
         self.visit_block(&i.then_branch);
+        self.error_path -= usize::from(on_error);
         if let Some((_, e)) = &i.else_branch {
             self.visit_expr(e);
         }
@@ -1671,7 +1724,11 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
             if let Some((_, g)) = &arm.guard {
                 self.visit_expr(g);
             }
-            self.visit_expr(&arm.body);
+            if is_err_pattern(&arm.pat) {
+                self.visit_on_error_path(&arm.body);
+            } else {
+                self.visit_expr(&arm.body);
+            }
         }
         self.branches -= 1;
     }

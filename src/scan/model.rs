@@ -149,6 +149,9 @@ pub struct Requeue {
     pub unresolved: Option<String>,
     /// Inside an `if`/`match` branch rather than unconditional.
     pub conditional: bool,
+    /// On an error path: inside `Err(..)`, a `map_err`/`or_else`/`unwrap_or_else` closure, an `Err(..)` match arm
+    /// or an `if let Err(..)`/`.is_err()` branch. Error-retry policy, not polling.
+    pub on_error: bool,
     pub text: String,
 }
 

@@ -1,5 +1,6 @@
 //! CA203: a short constant requeue on the success path of reconcile (kube-rs has no periodic
-//! resync, so this is polling), and `loop { read; sleep }` around API reads.
+//! resync, so this is polling), and `loop { read; sleep }` around API reads. Requeues on an error path
+//! (`Err(..)`, `map_err`, error arms) and one-shot immediate requeues on a branch are not polling.
 
 use super::{Ctx, finding, secs_text};
 use crate::finding::{Evidence, Finding, Severity};
@@ -11,10 +12,16 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
             continue;
         }
         for r in &cx.unit.func(id).requeues {
+            // An error path's requeue is retry policy (CA204's business), not polling.
+            if r.on_error {
+                continue;
+            }
             let Some(secs) = cx.unit.requeue_secs(r) else {
                 continue;
             };
-            if secs >= limit {
+            // A conditional immediate requeue is a one-shot step after a state change (a finalizer just added),
+            // not a timer.
+            if secs >= limit || (r.conditional && secs == 0.0) {
                 continue;
             }
             let mut f = finding(
