@@ -41,7 +41,6 @@ const VOLATILE: &[(&str, &str)] = &[
     ("Zoned", "now"),
     ("SystemTime", "now"),
     ("OffsetDateTime", "now_utc"),
-    ("Instant", "now"),
     ("Uuid", "new_v4"),
     ("Uuid", "now_v7"),
     ("rand", "random"),
@@ -801,6 +800,13 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
                         match e? {
                             Expr::Path(p) => p.path.segments.last().map(|s| s.ident.to_string()),
                             Expr::Closure(c) => first_called_name(&c.body),
+                            // `backoff_reconciler!(reconcile_kanidm)`: a wrapper macro around the reconcile.
+                            Expr::Macro(mac) => {
+                                mac.mac.tokens.clone().into_iter().find_map(|t| match t {
+                                    TokenTree::Ident(i) => Some(i.to_string()),
+                                    _ => None,
+                                })
+                            }
                             _ => None,
                         }
                     };
@@ -1104,11 +1110,11 @@ fn is_err_pattern(p: &Pat) -> bool {
     }
 }
 
-/// `if let Err(..) = …` or `if x.is_err()`: the branch runs when something failed.
+/// `if let Err(..) = …`: the branch runs when something failed. (`if x.is_err()` is left out: operators use it for
+/// "not there yet", a wait rather than a retry.)
 fn is_error_condition(cond: &Expr) -> bool {
     match cond {
         Expr::Let(l) => is_err_pattern(&l.pat),
-        Expr::MethodCall(m) => m.method == "is_err",
         Expr::Paren(p) => is_error_condition(&p.expr),
         _ => false,
     }
@@ -1540,11 +1546,11 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
         calls.push(m);
         self.handle_chain_parts(root, calls);
         self.handle_api_call(m);
-        if let Expr::Path(p) = &*m.receiver
-            && p.path.is_ident("self")
-            && let Some(f) = self.fns.last_mut()
-        {
-            f.model.self_calls.push(method.clone());
+        if let Some(f) = self.fns.last_mut() {
+            match &*m.receiver {
+                Expr::Path(p) if p.path.is_ident("self") => f.model.self_calls.push(method.clone()),
+                _ => f.model.method_calls.push(method.clone()),
+            }
         }
         // `annotations.insert(KEY, Utc::now()..)` makes `annotations` volatile, under that key.
         if !WRITE_METHODS.contains(&method.as_str())

@@ -55,6 +55,9 @@ pub struct FnModel {
     pub calls: Vec<String>,
     /// Names of methods called on `self`.
     pub self_calls: Vec<String>,
+    /// Names of methods called on other receivers (`cdb.reconcile(ctx)`, `self.spec.lookup()`), followed to the
+    /// crate's own methods of that name.
+    pub method_calls: Vec<String>,
     pub api_calls: Vec<ApiCall>,
     pub requeues: Vec<Requeue>,
     /// Every value returned (tail and `return`) when each is a requeue; `None` entries mean "something else".
@@ -150,7 +153,7 @@ pub struct Requeue {
     /// Inside an `if`/`match` branch rather than unconditional.
     pub conditional: bool,
     /// On an error path: inside `Err(..)`, a `map_err`/`or_else`/`unwrap_or_else` closure, an `Err(..)` match arm
-    /// or an `if let Err(..)`/`.is_err()` branch. Error-retry policy, not polling.
+    /// or an `if let Err(..)` branch. Error-retry policy, not polling.
     pub on_error: bool,
     pub text: String,
 }

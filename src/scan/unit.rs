@@ -5,6 +5,9 @@ use super::model::{FileModel, FnModel, Requeue};
 use crate::config::Config;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
+/// See [`Unit::resolve_method`].
+const MAX_METHOD_TARGETS: usize = 2;
+
 /// Built-in kinds whose API has a status subresource (status written through the main resource is dropped).
 pub const BUILTIN_WITH_STATUS: &[&str] = &[
     "Deployment",
@@ -53,6 +56,8 @@ pub struct Unit<'m> {
     pub yaml_kinds: HashMap<String, bool>,
     pub config: &'m Config,
     by_name: HashMap<&'m str, Vec<FnId>>,
+    /// Functions of `impl` blocks by name: where a method call on a non-`self` receiver may land.
+    by_method: HashMap<&'m str, Vec<FnId>>,
     /// Every file's consts, for durations that name a const of another file.
     consts: HashMap<String, f64>,
 }
@@ -64,6 +69,7 @@ impl<'m> Unit<'m> {
         config: &'m Config,
     ) -> Self {
         let mut by_name: HashMap<&str, Vec<FnId>> = HashMap::new();
+        let mut by_method: HashMap<&str, Vec<FnId>> = HashMap::new();
         let consts = files
             .iter()
             .flat_map(|f| f.consts.iter().cloned())
@@ -74,6 +80,12 @@ impl<'m> Unit<'m> {
                     .entry(func.name.as_str())
                     .or_default()
                     .push((fi, ni));
+                if func.self_ty.is_some() {
+                    by_method
+                        .entry(func.name.as_str())
+                        .or_default()
+                        .push((fi, ni));
+                }
             }
         }
         Self {
@@ -81,6 +93,7 @@ impl<'m> Unit<'m> {
             yaml_kinds,
             config,
             by_name,
+            by_method,
             consts,
         }
     }
@@ -117,6 +130,15 @@ impl<'m> Unit<'m> {
         }
     }
 
+    /// The crate's methods a call `x.name(..)` on a receiver of unknown type may be: every method of that name
+    /// when there are at most [`MAX_METHOD_TARGETS`] (a name defined on many types says too little to follow).
+    pub fn resolve_method(&self, name: &str) -> Vec<FnId> {
+        match self.by_method.get(name) {
+            Some(all) if all.len() <= MAX_METHOD_TARGETS => all.clone(),
+            _ => Vec::new(),
+        }
+    }
+
     /// Does `kind` have the status subresource? `None` when the unit does not say.
     pub fn kind_has_status(&self, kind: &str, from_file: usize) -> Option<bool> {
         if let Some(c) = self.files[from_file].crds.iter().find(|c| c.kind == kind) {
@@ -143,10 +165,11 @@ impl<'m> Unit<'m> {
         BUILTIN_WITH_STATUS.contains(&kind).then_some(true)
     }
 
-    /// Functions handed to `Controller::run` as reconcile, plus reconcile-shaped async functions.
+    /// Functions handed to `Controller::run` as reconcile. Only when the unit runs no Controller whose reconcile
+    /// resolves (a library of reconcilers, a partial scan), reconcile-shaped async functions instead: returning
+    /// an `Action` does not make a function a reconcile when the crate says which one is.
     pub fn reconcile_roots(&self) -> Vec<FnId> {
         let mut roots = BTreeMap::new();
-        let policies = self.error_policies();
         for (fi, f) in self.files.iter().enumerate() {
             for c in &f.controllers {
                 if let Some(name) = c.run.as_ref().and_then(|r| r.reconcile.as_ref()) {
@@ -155,6 +178,12 @@ impl<'m> Unit<'m> {
                     }
                 }
             }
+        }
+        if !roots.is_empty() {
+            return roots.into_keys().collect();
+        }
+        let policies = self.error_policies();
+        for (fi, f) in self.files.iter().enumerate() {
             for (ni, func) in f.fns.iter().enumerate() {
                 let id = (fi, ni);
                 // Cleanup runs once per deletion, not on every reconcile.
@@ -169,6 +198,23 @@ impl<'m> Unit<'m> {
             }
         }
         roots.into_keys().collect()
+    }
+
+    /// The kinds the unit's Controllers reconcile: each Controller's own kind, else the object kind of the reconcile
+    /// it runs; with no Controller, the kinds of the reconcile-shaped roots. Empty when none is known.
+    pub fn reconciled_kinds(&self) -> HashSet<String> {
+        let mut kinds: HashSet<String> = self
+            .files
+            .iter()
+            .flat_map(|f| f.controllers.iter())
+            .filter_map(|c| c.kind.clone())
+            .collect();
+        kinds.extend(
+            self.reconcile_roots()
+                .into_iter()
+                .filter_map(|id| self.func(id).object_kind.clone()),
+        );
+        kinds
     }
 
     /// Functions handed to `Controller::run` as error_policy, plus error_policy-shaped functions.
@@ -200,9 +246,15 @@ impl<'m> Unit<'m> {
         while let Some(id) = queue.pop_front() {
             let f = self.func(id);
             let path = seen.get(&id).cloned().unwrap_or_default();
-            let callees = f.calls.iter().chain(f.self_calls.iter());
-            for name in callees {
-                for callee in self.resolve(name, id.0) {
+            let callees = f
+                .calls
+                .iter()
+                .chain(f.self_calls.iter())
+                .flat_map(|n| self.resolve(n, id.0))
+                .chain(f.method_calls.iter().flat_map(|n| self.resolve_method(n)))
+                .collect::<Vec<_>>();
+            {
+                for callee in callees {
                     // Cleanup runs once per deletion, not on every reconcile.
                     if self.func(callee).name.contains("cleanup") || seen.contains_key(&callee) {
                         continue;

@@ -5,13 +5,20 @@ use super::{Ctx, finding};
 use crate::finding::{Evidence, Finding};
 
 pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
+    let reconciled = cx.unit.reconciled_kinds();
     for (&id, _) in cx.reach.iter() {
         let func = cx.unit.func(id);
         for v in &func.volatile_writes {
-            // A write to another kind than the reconciled one is not a loop on this object.
+            // A write to another kind than the reconciled one (a child, an Event) is not a loop on this object.
             if let (Some(w), Some(o)) = (&v.write.kind, &func.object_kind)
                 && w != o
                 && cx.reach.get(&id).is_some_and(|p| p.len() == 1)
+            {
+                continue;
+            }
+            if let Some(w) = &v.write.kind
+                && !reconciled.is_empty()
+                && !reconciled.contains(w)
             {
                 continue;
             }
