@@ -109,6 +109,10 @@ pub struct Extractor<'a, 'ast> {
     branches: usize,
     /// Depth of error paths around the node being visited (see `Requeue::on_error`).
     error_path: usize,
+    /// Per enclosing block: has a write-like call been seen in it so far (see `Requeue::after_change`)?
+    block_writes: Vec<bool>,
+    /// Per enclosing `if`: was its branch taken because something was written or changed?
+    change_branches: Vec<bool>,
     blocking_ok: usize,
     retry_closure: usize,
     propagated: HashSet<(usize, usize)>,
@@ -361,6 +365,8 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
             guards: 0,
             branches: 0,
             error_path: 0,
+            block_writes: Vec::new(),
+            change_branches: Vec::new(),
             blocking_ok: 0,
             retry_closure: 0,
             propagated: HashSet::new(),
@@ -935,6 +941,13 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
         self.model.fns.push(ctx.model);
     }
 
+    /// A write-like call in the innermost block: what follows in it comes after a change.
+    fn mark_write(&mut self) {
+        if let Some(b) = self.block_writes.last_mut() {
+            *b = true;
+        }
+    }
+
     /// Visits `e` as part of an error path.
     fn visit_on_error_path(&mut self, e: &'ast Expr) {
         self.error_path += 1;
@@ -947,10 +960,13 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
     fn record_requeue(&mut self, e: &Expr) {
         let conditional = self.branches > 0;
         let on_error = self.error_path > 0;
+        let after_change =
+            self.block_writes.last() == Some(&true) || self.change_branches.last() == Some(&true);
         let r = self.fns.last().and_then(|f| self.requeue_of(e, f));
         if let (Some(mut r), Some(f)) = (r, self.fns.last_mut()) {
             r.conditional = conditional;
             r.on_error = on_error;
+            r.after_change = after_change;
             f.model.requeues.push(r);
         }
     }
@@ -970,6 +986,7 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
                         unresolved,
                         conditional: false,
                         on_error: false,
+                        after_change: false,
                         text: compact(c),
                     });
                 }
@@ -994,6 +1011,7 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
                     unresolved,
                     conditional: false,
                     on_error: false,
+                    after_change: false,
                     text: compact(f),
                 })
             }
@@ -1098,6 +1116,38 @@ fn last_ident(p: &syn::Path) -> String {
         .last()
         .map(|s| s.ident.to_string())
         .unwrap_or_default()
+}
+
+/// Name prefixes of calls that change something: the kube write verbs and the helpers operators wrap them in
+/// (`ensure_secret`, `patch_phase`, `add_finalizer`, `scale_desired`).
+const WRITE_LIKE_PREFIXES: &[&str] = &[
+    "patch", "apply", "create", "update", "ensure", "delete", "remove", "add_", "set_", "write",
+    "scale", "replace", "upsert",
+];
+
+fn is_write_like(name: &str) -> bool {
+    WRITE_METHODS.contains(&name) || WRITE_LIKE_PREFIXES.iter().any(|p| name.starts_with(p))
+}
+
+/// An `if` condition that says the branch runs because something was just written or changed: a write-like call
+/// in it (`if ensure_admin_secret(..).await? {`) or a flag named for it (`if require_status_update {`).
+fn signals_change(cond: &Expr) -> bool {
+    let text = compact(cond).to_ascii_lowercase();
+    let flag = [
+        "changed",
+        "require_status_update",
+        "updated",
+        "modified",
+        "created",
+        "applied",
+    ]
+    .iter()
+    .any(|w| text.contains(w));
+    let calls = text
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '('))
+        .filter_map(|w| w.split_once('(').map(|(name, _)| name))
+        .any(|name| !name.is_empty() && is_write_like(name));
+    flag || calls
 }
 
 /// `Err(..)` (or `Err(_) | …`) as a match arm's pattern.
@@ -1372,6 +1422,7 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
     }
 
     fn visit_block(&mut self, b: &'ast syn::Block) {
+        self.block_writes.push(false);
         let saved = self.guards;
         for (i, s) in b.stmts.iter().enumerate() {
             self.visit_stmt(s);
@@ -1433,6 +1484,7 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
             }
         }
         self.guards = saved;
+        self.block_writes.pop();
     }
 
     fn visit_local(&mut self, l: &'ast syn::Local) {
@@ -1546,6 +1598,9 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
         calls.push(m);
         self.handle_chain_parts(root, calls);
         self.handle_api_call(m);
+        if is_write_like(&method) {
+            self.mark_write();
+        }
         if let Some(f) = self.fns.last_mut() {
             match &*m.receiver {
                 Expr::Path(p) if p.path.is_ident("self") => f.model.self_calls.push(method.clone()),
@@ -1617,6 +1672,9 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
         let mut retry = false;
         if let Expr::Path(p) = &*c.func {
             self.record_call_name(&p.path);
+            if is_write_like(&last_ident(&p.path)) {
+                self.mark_write();
+            }
             let resolved = self.resolve_call_path(&p.path);
             let last = last_ident(&p.path);
             spawn_blocking = matches!(last.as_str(), "spawn_blocking" | "block_in_place");
@@ -1712,7 +1770,9 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
         self.branches += 1;
         let on_error = is_error_condition(&i.cond);
         self.error_path += usize::from(on_error);
+        self.change_branches.push(signals_change(&i.cond));
         self.visit_block(&i.then_branch);
+        self.change_branches.pop();
         self.error_path -= usize::from(on_error);
         if let Some((_, e)) = &i.else_branch {
             self.visit_expr(e);

@@ -155,6 +155,10 @@ pub struct Requeue {
     /// On an error path: inside `Err(..)`, a `map_err`/`or_else`/`unwrap_or_else` closure, an `Err(..)` match arm
     /// or an `if let Err(..)` branch. Error-retry policy, not polling.
     pub on_error: bool,
+    /// Right after this reconcile changed something: a write earlier in the same block, or a branch taken because
+    /// something was written or changed (`if ensure_secret(..)? {…}`, `if require_status_update {…}`). A one-shot
+    /// follow-up, not a timer on an unchanged object.
+    pub after_change: bool,
     pub text: String,
 }
 

@@ -1,6 +1,7 @@
 //! CA203: a short constant requeue on the success path of reconcile (kube-rs has no periodic
 //! resync, so this is polling), and `loop { read; sleep }` around API reads. Requeues on an error path
-//! (`Err(..)`, `map_err`, error arms) and one-shot immediate requeues on a branch are not polling.
+//! (`Err(..)`, `map_err`, error arms) and one-shot requeues on a branch (immediate, or right after a write) are not
+//! polling.
 
 use super::{Ctx, finding, secs_text};
 use crate::finding::{Evidence, Finding, Severity};
@@ -21,7 +22,9 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
             };
             // A conditional immediate requeue is a one-shot step after a state change (a finalizer just added),
             // not a timer.
-            if secs >= limit || (r.conditional && secs == 0.0) {
+            // A branch's requeue right after this reconcile changed something (a state-machine step) is a one-shot
+            // follow-up too.
+            if secs >= limit || (r.conditional && (secs == 0.0 || r.after_change)) {
                 continue;
             }
             let mut f = finding(
