@@ -587,6 +587,8 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
             awaited_in_iteration: awaited && matches!(scope, Some(Scope::For | Scope::While)),
             in_retry: matches!(scope, Some(Scope::Loop | Scope::While)) || self.retry_closure > 0,
             propagated: self.propagated.contains(&mk),
+            on_error: self.error_path > 0,
+            after_change_on_branch: self.after_change_on_branch(),
             text: format!("{}.{}", compact(&m.receiver), method),
         };
         let is_body_write = matches!(
@@ -939,6 +941,13 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
             }
         }
         self.model.fns.push(ctx.model);
+    }
+
+    /// In a branch, right after a change: a write-like call earlier in the innermost block, or a branch taken on
+    /// a write or a changed flag.
+    fn after_change_on_branch(&self) -> bool {
+        self.branches > 0
+            && (self.block_writes.last() == Some(&true) || self.change_branches.last() == Some(&true))
     }
 
     /// A write-like call in the innermost block: what follows in it comes after a change.
@@ -1865,6 +1874,8 @@ impl Extractor<'_, '_> {
                 && matches!(scope, Some(Scope::For | Scope::While)),
             in_retry: matches!(scope, Some(Scope::Loop | Scope::While)) || self.retry_closure > 0,
             propagated: self.propagated.contains(&k),
+            on_error: self.error_path > 0,
+            after_change_on_branch: self.after_change_on_branch(),
             text: compact(&c.func),
         };
         if let Some(f) = self.fns.last_mut() {

@@ -93,6 +93,11 @@ pub struct ApiCall {
     pub in_retry: bool,
     /// The error is propagated with `?`, `unwrap()` or `expect()`.
     pub propagated: bool,
+    /// On an error path (see `Requeue::on_error`): a create → 409 → get arm, a fallback after a failure.
+    pub on_error: bool,
+    /// Inside an `if`/`match` branch, and right after this reconcile changed something (see
+    /// `Requeue::after_change`): a read-your-write, not a read on every pass.
+    pub after_change_on_branch: bool,
     /// Rendered receiver and method for messages: `api.patch`.
     pub text: String,
 }

@@ -1,5 +1,6 @@
 //! CA303: an API get/list reachable from reconcile. Each reconcile pays a round trip (a LIST is
-//! the most expensive request the API server serves) for data a reflector Store already has.
+//! the most expensive request the API server serves) for data a reflector Store already has. Reads on an error
+//! path or right after this reconcile's own change, on a branch, are not "every reconcile".
 
 use super::{Ctx, finding};
 use crate::finding::{Finding, Severity};
@@ -13,6 +14,11 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
             }
             // A re-read inside a conflict retry loop is how conflicts are handled, not a cache miss.
             if call.in_retry && func.handles_conflict {
+                continue;
+            }
+            // Not every reconcile: a read on an error path (create → 409 → get, a fallback after a failure), or a
+            // read-your-write on the branch that just changed something.
+            if call.on_error || call.after_change_on_branch {
                 continue;
             }
             let kind = call
