@@ -947,7 +947,8 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
     /// a write or a changed flag.
     fn after_change_on_branch(&self) -> bool {
         self.branches > 0
-            && (self.block_writes.last() == Some(&true) || self.change_branches.last() == Some(&true))
+            && (self.block_writes.last() == Some(&true)
+                || self.change_branches.last() == Some(&true))
     }
 
     /// A write-like call in the innermost block: what follows in it comes after a change.

@@ -38,31 +38,23 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
                 .keys()
                 .find_map(|id| writes_kind(*id))
                 .or_else(|| cx.unit.all_fns().find_map(writes_kind));
-            let finalizer = cx.unit.all_fns().any(|id| {
-                let f = cx.unit.func(id);
-                f.uses_finalizer && f.object_kind.as_deref() == Some(kind.as_str())
-            });
-            if write.is_none() && !finalizer {
+            // A finalizer alone writes the object twice in its life (add, remove): not a reconcile loop.
+            let Some(write) = write else {
                 continue;
-            }
-            let what = match &write {
-                Some(a) => format!("`{}`", a.text),
-                None => "the finalizer".to_string(),
             };
             let mut f = finding(
                 "CA201",
                 c.span.clone(),
                 format!(
-                    "Controller for `{kind}` has no generation predicate: {what} comes back as a watch event and triggers another reconcile"
+                    "Controller for `{kind}` has no generation predicate: `{}` comes back as a watch event and triggers another reconcile",
+                    write.text
                 ),
                 "filter the main stream: `Controller::for_stream(watcher(api, cfg).default_backoff().reflect(w).applied_objects().predicate_filter(predicates::generation), reader)` (with finalizers: `generation.combine(finalizers)`)",
             );
-            if let Some(a) = write {
-                f.evidence.push(Evidence::Related {
-                    span: a.span.clone(),
-                    note: "this write re-triggers the controller".into(),
-                });
-            }
+            f.evidence.push(Evidence::Related {
+                span: write.span.clone(),
+                note: "this write re-triggers the controller".into(),
+            });
             out.push(f);
         }
     }
