@@ -78,6 +78,8 @@ struct Var {
     init: Option<Expr>,
     /// Holds a volatile value: where it came from, its text, and the key it was stored under.
     volatile: Option<(Span, String, Option<String>)>,
+    /// Derived from the function's parameter at this position (`self` not counted).
+    from_param: Option<usize>,
     /// An object whose `status` was set.
     status_set: bool,
     /// Holds a Controller under construction (index into the file's controllers).
@@ -99,6 +101,8 @@ pub struct Extractor<'a, 'ast> {
     imports: &'a Imports,
     aliases: &'a std::collections::BTreeMap<String, String>,
     consts: HashMap<String, f64>,
+    /// Functions of this file that return a value built from a volatile call: name → (where, what).
+    volatile_fns: HashMap<String, (Span, String)>,
     api_fields: HashMap<String, String>,
     /// Functions of this file that return a `Controller<K>`: name → (has predicate, config set).
     controller_builders: HashMap<String, (bool, bool)>,
@@ -278,10 +282,34 @@ fn contains_return(e: &impl ToTokens) -> bool {
     c.contains("return") || c.contains("continue") || c.contains("break")
 }
 
+/// The first variable in a token stream that comes from a parameter (not a field or method name after a `.`).
+fn param_in_tokens(ts: TokenStream, vars: &HashMap<String, Var>) -> Option<usize> {
+    let toks: Vec<TokenTree> = ts.into_iter().collect();
+    for (i, t) in toks.iter().enumerate() {
+        match t {
+            TokenTree::Group(g) => {
+                if let Some(p) = param_in_tokens(g.stream(), vars) {
+                    return Some(p);
+                }
+            }
+            TokenTree::Ident(id) => {
+                let after_dot = i > 0 && toks[i - 1].to_string() == ".";
+                if !after_dot && let Some(p) = vars.get(&id.to_string()).and_then(|v| v.from_param)
+                {
+                    return Some(p);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
 /// Finds a volatile call in a token stream: its span, text and the JSON key it sits under.
 fn volatile_in_tokens(
     ts: TokenStream,
     vars: &HashMap<String, Var>,
+    vfns: &HashMap<String, (Span, String)>,
     key: &mut Option<String>,
 ) -> Option<(proc_macro2::Span, String, Option<String>, Option<Span>)> {
     let toks: Vec<TokenTree> = ts.into_iter().collect();
@@ -296,7 +324,7 @@ fn volatile_in_tokens(
             }
             TokenTree::Group(g) => {
                 let mut k = last_str.clone().or_else(|| key.clone());
-                if let Some(hit) = volatile_in_tokens(g.stream(), vars, &mut k) {
+                if let Some(hit) = volatile_in_tokens(g.stream(), vars, vfns, &mut k) {
                     return Some(hit);
                 }
             }
@@ -321,6 +349,18 @@ fn volatile_in_tokens(
                             None,
                         ));
                     }
+                }
+                // A call of this file's function that returns a volatile value: `build_status(&obj)`.
+                if let (Some((span, src)), Some(TokenTree::Group(g))) =
+                    (vfns.get(&name), toks.get(i + 1))
+                    && g.delimiter() == proc_macro2::Delimiter::Parenthesis
+                {
+                    return Some((
+                        id.span(),
+                        format!("{src} (in {name})"),
+                        last_str.clone().or_else(|| key.clone()),
+                        Some(span.clone()),
+                    ));
                 }
                 let after_dot = i > 0 && toks[i - 1].to_string() == ".";
                 if !after_dot
@@ -354,6 +394,7 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
             imports,
             aliases,
             consts: HashMap::new(),
+            volatile_fns: HashMap::new(),
             api_fields: HashMap::new(),
             controller_builders: HashMap::new(),
             model: FileModel {
@@ -515,12 +556,20 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
         }
     }
 
+    /// The parameter (by position) that one of `nodes` is built from, through `let` bindings.
+    fn param_in(&self, nodes: &[&Expr]) -> Option<usize> {
+        let vars = &self.fns.last()?.vars;
+        nodes
+            .iter()
+            .find_map(|n| param_in_tokens(n.to_token_stream(), vars))
+    }
+
     fn find_volatile(&self, nodes: &[&Expr]) -> Option<(Span, String, Option<String>)> {
         let vars = &self.fns.last()?.vars;
         for n in nodes {
             let mut key = None;
             if let Some((sp, src, k, origin)) =
-                volatile_in_tokens(n.to_token_stream(), vars, &mut key)
+                volatile_in_tokens(n.to_token_stream(), vars, &self.volatile_fns, &mut key)
             {
                 let span = origin.unwrap_or_else(|| self.span(sp));
                 return Some((span, src, k));
@@ -606,6 +655,11 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
                     write: call.clone(),
                     key,
                 });
+            } else if let Some(index) =
+                self.param_in(body.last().map(std::slice::from_ref).unwrap_or(&[]))
+                && let Some(f) = self.fns.last_mut()
+            {
+                f.model.param_writes.push((index, call.clone()));
             }
         }
         if let Some(f) = self.fns.last_mut() {
@@ -864,20 +918,23 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
         ctx.model.span = self.span(span);
         ctx.model.returns_action = ret.contains("Action");
         let mut first_typed = true;
-        for input in &sig.inputs {
-            let FnArg::Typed(pt) = input else { continue };
+        let typed = sig.inputs.iter().filter_map(|i| match i {
+            FnArg::Typed(pt) => Some(pt),
+            FnArg::Receiver(_) => None,
+        });
+        for (index, pt) in typed.enumerate() {
             let pname = pat_ident(&pt.pat).unwrap_or_default();
             ctx.params.insert(pname.clone());
-            if let Some(kind) = api_kind_of_type(&pt.ty) {
-                ctx.vars.insert(
-                    pname.clone(),
-                    Var {
-                        is_api: true,
-                        kind,
-                        ..Default::default()
-                    },
-                );
-            }
+            let api_kind = api_kind_of_type(&pt.ty);
+            ctx.vars.insert(
+                pname.clone(),
+                Var {
+                    is_api: api_kind.is_some(),
+                    kind: api_kind.flatten(),
+                    from_param: Some(index),
+                    ..Default::default()
+                },
+            );
             if first_typed && ctx.model.returns_action {
                 ctx.model.object_kind = object_kind_of_type(&pt.ty);
             }
@@ -949,6 +1006,38 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
         self.branches > 0
             && (self.block_writes.last() == Some(&true)
                 || self.change_branches.last() == Some(&true))
+    }
+
+    /// Volatile values among a call's arguments, for the crate join to follow into the callee's writes. Not for
+    /// kube's own verbs (their bodies are judged where they stand), not behind a compare-before-write guard, and on
+    /// a branch only when a helper built the value (`build_status(..)`, which stamps it on every call).
+    fn record_volatile_args<'e>(&mut self, callee: String, args: impl Iterator<Item = &'e Expr>) {
+        if self.guards > 0
+            || WRITE_METHODS.contains(&callee.as_str())
+            || READ_METHODS.contains(&callee.as_str())
+        {
+            return;
+        }
+        let branches = self.branches;
+        let found: Vec<VolatileArg> = args
+            .enumerate()
+            .filter_map(|(index, a)| {
+                let (span, source, key) = self.find_volatile(&[a])?;
+                if branches > 0 && !source.contains(" (in ") {
+                    return None;
+                }
+                Some(VolatileArg {
+                    callee: callee.clone(),
+                    index,
+                    span,
+                    source,
+                    key,
+                })
+            })
+            .collect();
+        if let Some(f) = self.fns.last_mut() {
+            f.model.volatile_args.extend(found);
+        }
     }
 
     /// A write-like call in the innermost block: what follows in it comes after a change.
@@ -1290,6 +1379,93 @@ struct PrePass<'x, 'a, 'ast> {
     ex: &'x mut Extractor<'a, 'ast>,
 }
 
+impl PrePass<'_, '_, '_> {
+    /// Records `name` when its body calls a volatile source and it returns something that can carry the value
+    /// (not `()`, `bool`, an `Action` or a duration).
+    fn volatile_fn(&mut self, name: String, sig: &syn::Signature, block: &syn::Block) {
+        // Trait methods every type has: a call `x.default()` or `T::new()` says nothing about which one runs.
+        if matches!(
+            name.as_str(),
+            "default" | "new" | "from" | "into" | "clone" | "fmt"
+        ) {
+            return;
+        }
+        let ret = match &sig.output {
+            syn::ReturnType::Default => return,
+            syn::ReturnType::Type(_, t) => compact(t),
+        };
+        if ret == "bool"
+            || ["Action", "Duration", "Instant"]
+                .iter()
+                .any(|t| ret.contains(t))
+        {
+            return;
+        }
+        let mut v = UnconditionalVolatile {
+            branches: 0,
+            found: None,
+        };
+        v.visit_block(block);
+        if let Some((sp, src)) = v.found {
+            let span = self.ex.span(sp);
+            self.ex.volatile_fns.insert(name, (span, src));
+        }
+    }
+}
+
+/// The first volatile call of a function body that runs whatever the branch: one inside an `if` or `match` arm is
+/// how a value is kept unless something changed (a condition's transition time), so it does not count.
+struct UnconditionalVolatile {
+    branches: usize,
+    found: Option<(proc_macro2::Span, String)>,
+}
+
+impl<'ast> Visit<'ast> for UnconditionalVolatile {
+    fn visit_expr_call(&mut self, c: &'ast syn::ExprCall) {
+        if self.found.is_none()
+            && self.branches == 0
+            && let Expr::Path(p) = &*c.func
+            && p.path.segments.len() >= 2
+        {
+            let n = p.path.segments.len();
+            let (ty, f) = (
+                p.path.segments[n - 2].ident.to_string(),
+                p.path.segments[n - 1].ident.to_string(),
+            );
+            if VOLATILE.iter().any(|(t, m)| *t == ty && *m == f) {
+                let span = c
+                    .func
+                    .span()
+                    .join(c.paren_token.span.close())
+                    .unwrap_or_else(|| c.func.span());
+                self.found = Some((span, format!("{ty}::{f}()")));
+            }
+        }
+        visit::visit_expr_call(self, c);
+    }
+
+    fn visit_expr_if(&mut self, i: &'ast syn::ExprIf) {
+        self.visit_expr(&i.cond);
+        self.branches += 1;
+        self.visit_block(&i.then_branch);
+        if let Some((_, e)) = &i.else_branch {
+            self.visit_expr(e);
+        }
+        self.branches -= 1;
+    }
+
+    fn visit_expr_match(&mut self, m: &'ast syn::ExprMatch) {
+        self.visit_expr(&m.expr);
+        self.branches += 1;
+        for arm in &m.arms {
+            self.visit_expr(&arm.body);
+        }
+        self.branches -= 1;
+    }
+
+    fn visit_item_fn(&mut self, _: &'ast syn::ItemFn) {}
+}
+
 impl<'ast> Visit<'ast> for PrePass<'_, '_, '_> {
     fn visit_item_const(&mut self, c: &'ast syn::ItemConst) {
         let v = number(&c.expr, &self.ex.consts)
@@ -1337,6 +1513,9 @@ impl<'ast> Visit<'ast> for PrePass<'_, '_, '_> {
         visit::visit_item_struct(self, s);
     }
     fn visit_item_fn(&mut self, f: &'ast syn::ItemFn) {
+        if !is_test_code(&f.attrs) {
+            self.volatile_fn(f.sig.ident.to_string(), &f.sig, &f.block);
+        }
         let ret = compact(&f.sig.output);
         if ret.starts_with("->Controller<") || ret.contains("::Controller<") {
             let body = compact(&f.block);
@@ -1349,7 +1528,9 @@ impl<'ast> Visit<'ast> for PrePass<'_, '_, '_> {
             );
         }
     }
-    fn visit_impl_item_fn(&mut self, _: &'ast syn::ImplItemFn) {}
+    fn visit_impl_item_fn(&mut self, f: &'ast syn::ImplItemFn) {
+        self.volatile_fn(f.sig.ident.to_string(), &f.sig, &f.block);
+    }
 }
 
 /// `kind = "Widget"` inside `kube(...)` attribute text.
@@ -1523,6 +1704,7 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
             }
         });
         let volatile = self.find_volatile(&[expr]);
+        let from_param = self.param_in(&[expr]);
         let status_set = self.has_status(expr, 0) && names.len() == 1;
         let controller = if let Expr::Path(_) | Expr::MethodCall(_) | Expr::Call(_) = expr {
             let mut calls = Vec::new();
@@ -1545,6 +1727,7 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
                 let mut v = Var {
                     init: (names.len() == 1).then(|| expr.clone()),
                     volatile: volatile.clone(),
+                    from_param,
                     status_set,
                     controller,
                     ..Default::default()
@@ -1611,6 +1794,7 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
         if is_write_like(&method) {
             self.mark_write();
         }
+        self.record_volatile_args(method.clone(), m.args.iter());
         if let Some(f) = self.fns.last_mut() {
             match &*m.receiver {
                 Expr::Path(p) if p.path.is_ident("self") => f.model.self_calls.push(method.clone()),
@@ -1685,6 +1869,7 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
             if is_write_like(&last_ident(&p.path)) {
                 self.mark_write();
             }
+            self.record_volatile_args(last_ident(&p.path), c.args.iter());
             let resolved = self.resolve_call_path(&p.path);
             let last = last_ident(&p.path);
             spawn_blocking = matches!(last.as_str(), "spawn_blocking" | "block_in_place");

@@ -64,6 +64,10 @@ pub struct FnModel {
     pub returns: Vec<Option<Requeue>>,
     pub blocking: Vec<Site>,
     pub volatile_writes: Vec<VolatileWrite>,
+    /// Parameters (by position, `self` not counted) whose value reaches the body of a write, unguarded.
+    pub param_writes: Vec<(usize, ApiCall)>,
+    /// Volatile values handed to a call as an argument: where a helper's `param_writes` may carry them.
+    pub volatile_args: Vec<VolatileArg>,
     /// The function handles 409 Conflict somewhere (`code == 409`, `is_conflict()`, `"Conflict"`).
     pub handles_conflict: bool,
     /// The function clears `resource_version` (an unconditional update, no 409 possible).
@@ -177,6 +181,20 @@ pub struct VolatileWrite {
     /// The write it reaches.
     pub write: ApiCall,
     /// The annotation or field key it is written under, when visible.
+    pub key: Option<String>,
+}
+
+/// A volatile value passed as an argument: `update_status(&api, &name, status)` where `status` holds `Utc::now()`.
+#[derive(Debug, Clone)]
+pub struct VolatileArg {
+    /// The called function or method's name.
+    pub callee: String,
+    /// The argument's position (the receiver of a method call not counted).
+    pub index: usize,
+    /// Where the volatile value is produced.
+    pub span: Span,
+    /// The producing expression: `Utc::now()`.
+    pub source: String,
     pub key: Option<String>,
 }
 

@@ -6,6 +6,8 @@ use crate::finding::{Evidence, Finding};
 
 pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
     let reconciled = cx.unit.reconciled_kinds();
+    // One finding per volatile value and write, however many callers hand it over.
+    let mut reported = std::collections::HashSet::new();
     for (&id, _) in cx.reach.iter() {
         let func = cx.unit.func(id);
         for v in &func.volatile_writes {
@@ -41,6 +43,50 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
             f.evidence.push(Evidence::Related {
                 span: v.write.span.clone(),
                 note: format!("the `{}` that carries it", v.write.method),
+            });
+            f.evidence.extend(cx.call_path(id));
+            out.push(f);
+        }
+        // A volatile value handed to a helper whose parameter reaches the body of a write.
+        for a in &func.volatile_args {
+            let callees = cx
+                .unit
+                .resolve(&a.callee, id.0)
+                .into_iter()
+                .chain(cx.unit.resolve_method(&a.callee));
+            let write = callees
+                .flat_map(|c| cx.unit.func(c).param_writes.iter())
+                .find(|(index, w)| {
+                    *index == a.index
+                        && w.kind
+                            .as_ref()
+                            .is_none_or(|k| reconciled.is_empty() || reconciled.contains(k))
+                })
+                .map(|(_, w)| w);
+            let Some(write) = write else { continue };
+            if !reported.insert((a.span.clone(), write.span.clone())) {
+                continue;
+            }
+            let under = a
+                .key
+                .as_deref()
+                .map(|k| format!(" as `{k}`"))
+                .unwrap_or_default();
+            let mut f = finding(
+                "CA202",
+                a.span.clone(),
+                format!(
+                    "`{}` is written{under} by `{}` in `{}` on every reconcile{}: each write is a new resourceVersion and a watch event",
+                    a.source,
+                    write.text,
+                    a.callee,
+                    cx.via(id)
+                ),
+                "write it only when something changed (compare with the current value, or set it when a condition flips); keep diagnostics in memory or in events",
+            );
+            f.evidence.push(Evidence::Related {
+                span: write.span.clone(),
+                note: format!("the `{}` that carries it", write.method),
             });
             f.evidence.extend(cx.call_path(id));
             out.push(f);
