@@ -1,17 +1,27 @@
 //! CA101: status sent with `patch`/`replace` of the main resource of a kind with the status
-//! subresource. The API server answers 200 and drops the status part.
+//! subresource. The API server answers 200 and drops the status part. Not when the same function also writes
+//! the status through the subresource (nothing is lost).
 
 use super::{Ctx, finding};
 use crate::finding::Finding;
 
 pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
     for id in cx.unit.all_fns() {
-        for call in &cx.unit.func(id).api_calls {
+        let func = cx.unit.func(id);
+        for call in &func.api_calls {
             if !call.body_has_status || !matches!(call.method.as_str(), "patch" | "replace") {
                 continue;
             }
             let Some(kind) = &call.kind else { continue };
             if cx.unit.kind_has_status(kind, id.0) != Some(true) {
+                continue;
+            }
+            // The same function also writes the kind's `/status`: the dropped copy loses nothing.
+            let writes_status_too = func.api_calls.iter().any(|c| {
+                matches!(c.method.as_str(), "patch_status" | "replace_status")
+                    && c.kind.as_deref() == Some(kind.as_str())
+            });
+            if writes_status_too {
                 continue;
             }
             let status_method = if call.method == "patch" {
