@@ -118,6 +118,17 @@ mod tests {
     use super::*;
     use crate::finding::{Lens, Span};
 
+    fn scan_report(findings: &[Finding]) -> Report<'_> {
+        Report {
+            command: "scan",
+            findings,
+            notes: &[],
+            stats: &[],
+            color: false,
+            sources: &crate::report::NO_SOURCES,
+        }
+    }
+
     fn finding(sev: Severity) -> Finding {
         Finding {
             code: "CA203".into(),
@@ -138,13 +149,10 @@ mod tests {
 
     #[test]
     fn no_findings_omits_table() {
+        let stats = [("files scanned".into(), "3".into())];
         let r = Report {
-            command: "scan",
-            findings: &[],
-            notes: &[],
-            stats: &[("files scanned".into(), "3".into())],
-            color: false,
-            sources: &crate::report::NO_SOURCES,
+            stats: &stats,
+            ..scan_report(&[])
         };
         let out = render_with_width(&r, 120).expect("renders");
         assert_eq!(out, "no findings\nfiles scanned: 3\n");
@@ -153,14 +161,7 @@ mod tests {
     #[test]
     fn color_only_when_asked() {
         let fs = [finding(Severity::Warning)];
-        let mut r = Report {
-            command: "scan",
-            findings: &fs,
-            notes: &[],
-            stats: &[],
-            color: false,
-            sources: &crate::report::NO_SOURCES,
-        };
+        let mut r = scan_report(&fs);
         let plain = render_with_width(&r, 120).expect("renders");
         assert!(!plain.contains('\x1b'), "{plain}");
         assert!(plain.contains("src/reconcile.rs:40:9"), "{plain}");
@@ -176,14 +177,7 @@ mod tests {
     #[test]
     fn narrow_width_is_respected() {
         let fs = [finding(Severity::Error)];
-        let r = Report {
-            command: "scan",
-            findings: &fs,
-            notes: &[],
-            stats: &[],
-            color: false,
-            sources: &crate::report::NO_SOURCES,
-        };
+        let r = scan_report(&fs);
         let out = render_with_width(&r, 60).expect("renders");
         for line in out.lines() {
             assert!(line.chars().count() <= 60, "too wide: {line:?}");

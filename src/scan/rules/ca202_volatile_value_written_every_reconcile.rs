@@ -2,7 +2,9 @@
 //! Each write is a new resourceVersion, a watch event and (without a predicate) another reconcile.
 
 use super::{Ctx, finding};
-use crate::finding::{Evidence, Finding};
+use crate::finding::{Evidence, Finding, Span};
+use crate::scan::model::ApiCall;
+use crate::scan::unit::FnId;
 
 pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
     let reconciled = cx.unit.reconciled_kinds();
@@ -24,28 +26,13 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
             {
                 continue;
             }
-            let under = v
-                .key
-                .as_deref()
-                .map(|k| format!(" as `{k}`"))
-                .unwrap_or_default();
-            let mut f = finding(
-                "CA202",
-                v.span.clone(),
-                format!(
-                    "`{}` is written{under} by `{}` on every reconcile{}: each write is a new resourceVersion and a watch event",
-                    v.source,
-                    v.write.text,
-                    cx.via(id)
-                ),
-                "write it only when something changed (compare with the current value, or set it when a condition flips); keep diagnostics in memory or in events",
-            );
-            f.evidence.push(Evidence::Related {
-                span: v.write.span.clone(),
-                note: format!("the `{}` that carries it", v.write.method),
-            });
-            f.evidence.extend(cx.call_path(id));
-            out.push(f);
+            out.push(report(
+                cx,
+                id,
+                (&v.span, &v.source, v.key.as_deref()),
+                &v.write,
+                None,
+            ));
         }
         // A volatile value handed to a helper whose parameter reaches the body of a write.
         for a in &func.volatile_args {
@@ -67,29 +54,42 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
             if !reported.insert((a.span.clone(), write.span.clone())) {
                 continue;
             }
-            let under = a
-                .key
-                .as_deref()
-                .map(|k| format!(" as `{k}`"))
-                .unwrap_or_default();
-            let mut f = finding(
-                "CA202",
-                a.span.clone(),
-                format!(
-                    "`{}` is written{under} by `{}` in `{}` on every reconcile{}: each write is a new resourceVersion and a watch event",
-                    a.source,
-                    write.text,
-                    a.callee,
-                    cx.via(id)
-                ),
-                "write it only when something changed (compare with the current value, or set it when a condition flips); keep diagnostics in memory or in events",
-            );
-            f.evidence.push(Evidence::Related {
-                span: write.span.clone(),
-                note: format!("the `{}` that carries it", write.method),
-            });
-            f.evidence.extend(cx.call_path(id));
-            out.push(f);
+            out.push(report(
+                cx,
+                id,
+                (&a.span, &a.source, a.key.as_deref()),
+                write,
+                Some(&a.callee),
+            ));
         }
     }
+}
+
+/// The finding for a volatile value (where, what, under which key) that reaches `write`, in `helper` when the
+/// write is in a function it was handed to.
+fn report(
+    cx: &Ctx<'_>,
+    id: FnId,
+    (span, source, key): (&Span, &str, Option<&str>),
+    write: &ApiCall,
+    helper: Option<&str>,
+) -> Finding {
+    let under = key.map(|k| format!(" as `{k}`")).unwrap_or_default();
+    let inside = helper.map(|h| format!(" in `{h}`")).unwrap_or_default();
+    let mut f = finding(
+        "CA202",
+        span.clone(),
+        format!(
+            "`{source}` is written{under} by `{}`{inside} on every reconcile{}: each write is a new resourceVersion and a watch event",
+            write.text,
+            cx.via(id)
+        ),
+        "write it only when something changed (compare with the current value, or set it when a condition flips); keep diagnostics in memory or in events",
+    );
+    f.evidence.push(Evidence::Related {
+        span: write.span.clone(),
+        note: format!("the `{}` that carries it", write.method),
+    });
+    f.evidence.extend(cx.call_path(id));
+    f
 }
