@@ -47,7 +47,16 @@ pub fn write(path: &Path, findings: &[Finding]) -> Result<()> {
 pub fn filter(path: &Path, findings: Vec<Finding>) -> Result<(Vec<Finding>, usize)> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read baseline {}", path.display()))?;
-    let file: File = serde_json::from_str(&text).with_context(|| {
+    filter_text(&text, path, findings)
+}
+
+/// [`filter`] on the baseline's text; `path` names it in errors.
+pub fn filter_text(
+    text: &str,
+    path: &Path,
+    findings: Vec<Finding>,
+) -> Result<(Vec<Finding>, usize)> {
+    let file: File = serde_json::from_str(text).with_context(|| {
         format!(
             "{} is not a ctrlaudit baseline (write one with --write-baseline)",
             path.display()

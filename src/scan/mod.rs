@@ -576,28 +576,48 @@ fn bytecount_lines(b: &[u8]) -> usize {
 
 /// Scans a single in-memory source as if it were a file named `name` (docs, tests, fuzzing).
 pub fn scan_source(name: &str, text: &str, config: &Config) -> Vec<Finding> {
-    let depth = max_nesting(text);
-    if depth > MAX_NESTING {
-        return vec![ca001(
-            name,
-            1,
-            1,
-            format!("brackets nest {depth} deep, over the limit of {MAX_NESTING}: not parsed"),
-        )];
+    scan_sources(&[(name, text)], config)
+}
+
+/// Scans in-memory sources as the files of one crate (`(name, text)` each): a CRD type in one, the reconcile in
+/// another are judged together, as a scan of the crate's folder would.
+pub fn scan_sources(files: &[(&str, &str)], config: &Config) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    let mut parsed = Vec::new();
+    for (name, text) in files {
+        let depth = max_nesting(text);
+        if depth > MAX_NESTING {
+            findings.push(ca001(
+                name,
+                1,
+                1,
+                format!("brackets nest {depth} deep, over the limit of {MAX_NESTING}: not parsed"),
+            ));
+            continue;
+        }
+        match syn::parse_file(text) {
+            Err(e) => findings.push(parse_error(name, text, &e)),
+            Ok(file) => {
+                let imports = imports::Imports::from_file(&file);
+                let mut m = extract::Extractor::new(name, &imports, &config.aliases).run(&file);
+                extract::mark_namespaced_builders(&mut m, &file, name);
+                parsed.push((*name, *text, m));
+            }
+        }
     }
-    let mut findings = match syn::parse_file(text) {
-        Err(e) => vec![parse_error(name, text, &e)],
-        Ok(file) => {
-            let imports = imports::Imports::from_file(&file);
-            let mut m = extract::Extractor::new(name, &imports, &config.aliases).run(&file);
-            extract::mark_namespaced_builders(&mut m, &file, name);
-            let u = unit::Unit::new(vec![&m], HashMap::new(), config);
-            let mut f = rules::run_all(&u);
+    if !parsed.is_empty() {
+        let u = unit::Unit::new(
+            parsed.iter().map(|(_, _, m)| m).collect(),
+            HashMap::new(),
+            config,
+        );
+        let mut f = rules::run_all(&u);
+        for (name, text, _) in &parsed {
             let extra = suppress::apply(name, &suppress::parse(text), &mut f);
             f.extend(extra);
-            f
         }
-    };
+        findings.extend(f);
+    }
     proc_macro2::extra::invalidate_current_thread_spans();
     Policy::from_config(config).apply(&mut findings);
     sort_findings(&mut findings);
