@@ -253,17 +253,15 @@ impl<'m> Unit<'m> {
                 .flat_map(|n| self.resolve(n, id.0))
                 .chain(f.method_calls.iter().flat_map(|n| self.resolve_method(n)))
                 .collect::<Vec<_>>();
-            {
-                for callee in callees {
-                    // Cleanup runs once per deletion, not on every reconcile.
-                    if self.func(callee).name.contains("cleanup") || seen.contains_key(&callee) {
-                        continue;
-                    }
-                    let mut p = path.clone();
-                    p.push(self.func(callee).name.clone());
-                    seen.insert(callee, p);
-                    queue.push_back(callee);
+            for callee in callees {
+                // Cleanup runs once per deletion, not on every reconcile.
+                if self.func(callee).name.contains("cleanup") || seen.contains_key(&callee) {
+                    continue;
                 }
+                let mut p = path.clone();
+                p.push(self.func(callee).name.clone());
+                seen.insert(callee, p);
+                queue.push_back(callee);
             }
         }
         seen
