@@ -63,6 +63,18 @@ const UNBOUNDED_LABEL: &[&str] = &[
     "error.to_string()",
 ];
 
+/// Does a label value's text contain one of [`UNBOUNDED_LABEL`] as whole tokens? `e.to_string()` is an error's
+/// text; `phase.to_string()` only ends like it.
+fn is_unbounded_label(text: &str) -> bool {
+    UNBOUNDED_LABEL.iter().any(|p| {
+        text.match_indices(p).any(|(i, _)| {
+            let starts_ident = p.starts_with(|c: char| c.is_alphanumeric() || c == '_');
+            let before = text[..i].chars().next_back();
+            !starts_ident || !before.is_some_and(|c| c.is_alphanumeric() || c == '_')
+        })
+    })
+}
+
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Scope {
     For,
@@ -2071,14 +2083,11 @@ impl Extractor<'_, '_> {
 
     fn check_label_value(&mut self, v: &Expr) {
         let t = compact(v);
-        let direct = UNBOUNDED_LABEL.iter().any(|p| t.contains(p));
+        let direct = is_unbounded_label(&t);
         let via_var = root_var(v)
             .and_then(|n| self.var(&n))
             .and_then(|var| var.init.as_ref())
-            .is_some_and(|i| {
-                let it = compact(i);
-                UNBOUNDED_LABEL.iter().any(|p| it.contains(p))
-            });
+            .is_some_and(|i| is_unbounded_label(&compact(i)));
         if direct || via_var {
             let span = self.span(v.span());
             let in_fn = self.fn_name();
