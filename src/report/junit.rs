@@ -3,7 +3,7 @@
 //! A rule with findings is a failing test case; its `<failure>` names the first finding (or the count) and its text
 //! lists every finding with location, evidence and help. Notes go to `<system-out>`, stats to `<properties>`.
 
-use super::{Report, evidence_lines, lens_of_command, note_line};
+use super::{Report, lens_of_command, note_line, push_details};
 use crate::finding::{Finding, Severity};
 use crate::rules::{RULES, find};
 use anyhow::Context;
@@ -101,13 +101,6 @@ fn describe(f: &Finding) -> String {
         f.message,
         f.subject.label()
     );
-    for line in evidence_lines(f) {
-        body.push_str("\n  ");
-        body.push_str(&line);
-    }
-    if !f.help.is_empty() {
-        body.push_str("\nhelp: ");
-        body.push_str(&f.help);
-    }
+    push_details(&mut body, f, "  ");
     body
 }

@@ -236,6 +236,20 @@ pub fn note_line(note: &Note) -> String {
     format!("skipped: {} — {}", note.subject, note.message)
 }
 
+/// Under a finding's message in the text formats: each evidence line after `bullet` on a line of its own, then
+/// `help: …`.
+pub fn push_details(out: &mut String, finding: &Finding, bullet: &str) {
+    for line in evidence_lines(finding) {
+        out.push('\n');
+        out.push_str(bullet);
+        out.push_str(&line);
+    }
+    if !finding.help.is_empty() {
+        out.push_str("\nhelp: ");
+        out.push_str(&finding.help);
+    }
+}
+
 /// Evidence as short lines, for the text formats: related places, values, call paths, metric samples.
 pub fn evidence_lines(finding: &Finding) -> Vec<String> {
     const MAX_SAMPLES: usize = 3;

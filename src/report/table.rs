@@ -1,6 +1,6 @@
 //! The default human-readable output: a table of findings, the skip notes, a summary line and the stats.
 
-use super::{CYAN, RED, Report, YELLOW, evidence_lines, footer, normalize_path};
+use super::{CYAN, RED, Report, YELLOW, footer, normalize_path, push_details};
 use crate::finding::{Finding, Severity, Subject};
 use comfy_table::{
     Attribute, Cell, Color, ColumnConstraint, ContentArrangement, Table, Width, presets,
@@ -60,14 +60,7 @@ fn findings_table(findings: &[Finding], color: bool, width: u16) -> Table {
     }
     for f in findings {
         let mut message = f.message.clone();
-        for line in evidence_lines(f) {
-            message.push_str("\n↳ ");
-            message.push_str(&line);
-        }
-        if !f.help.is_empty() {
-            message.push_str("\nhelp: ");
-            message.push_str(&f.help);
-        }
+        push_details(&mut message, f, "↳ ");
         let mut severity = Cell::new(f.severity.as_str());
         let mut code = Cell::new(&f.code);
         if color {
