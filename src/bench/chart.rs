@@ -113,10 +113,11 @@ fn panel<DB: DrawingBackend>(
     Ok(())
 }
 
-/// Renders and writes the chart to `path`.
-pub fn write(path: &Path, title: &str, lines: &[Line<'_>]) -> Result<()> {
+/// Renders and writes the chart to `path`; returns the SVG (report.html inlines it).
+pub fn write(path: &Path, title: &str, lines: &[Line<'_>]) -> Result<String> {
     let svg = render(title, lines)?;
-    std::fs::write(path, svg).with_context(|| format!("writing {}", path.display()))
+    std::fs::write(path, &svg).with_context(|| format!("writing {}", path.display()))?;
+    Ok(svg)
 }
 
 #[cfg(test)]

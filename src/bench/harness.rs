@@ -77,6 +77,8 @@ struct State {
     book: Option<Book>,
     churn: Option<churn::Churn>,
     report: BenchReport,
+    /// The chart as written to the output directory, for report.html to inline.
+    chart_svg: Option<String>,
 }
 
 /// A short run id: 6 hex digits from the clock and the process id.
@@ -135,6 +137,7 @@ pub async fn run(g: &ClusterArgs, plan: &Plan) -> Result<BenchReport> {
         children: Vec::new(),
         book: None,
         churn: None,
+        chart_svg: None,
         report: BenchReport {
             run_id: run_id.clone(),
             title: plan.title.clone(),
@@ -201,7 +204,7 @@ struct Setup<'a> {
     output_dir: &'a std::path::Path,
 }
 
-/// Measures, then removes what the run created (unless `--keep`), and writes report.json.
+/// Measures, then removes what the run created (unless `--keep`), and writes report.json and report.html.
 async fn measure_and_clean_up(
     st: &mut State,
     setup: Setup<'_>,
@@ -268,6 +271,9 @@ async fn measure_and_clean_up(
     let json = serde_json::to_string_pretty(&st.report).context("serialising the report")?;
     let path = output_dir.join("report.json");
     std::fs::write(&path, json).with_context(|| format!("writing {}", path.display()))?;
+    let path = output_dir.join("report.html");
+    std::fs::write(&path, st.report.render_html(st.chart_svg.as_deref()))
+        .with_context(|| format!("writing {}", path.display()))?;
     match outcome {
         Err(e) if !measured => Err(e),
         _ => Ok(std::mem::take(&mut st.report)),
@@ -360,7 +366,7 @@ async fn execute(st: &mut State, setup: Setup<'_>, mut int: watch::Receiver<bool
         eprintln!("write ceiling: {:.0} writes/s", ceiling.per_second);
         st.report.ceiling = Some(ceiling);
     }
-    st.report.files.push("report.json".into());
+    st.report.files.extend(["report.json".into(), "report.html".into()]);
     match plan.kind {
         PlanKind::ProbeOnly => return Ok(()),
         PlanKind::Speed => return speed(st, g, plan, admin, &mut int).await,
@@ -604,7 +610,10 @@ async fn execute(st: &mut State, setup: Setup<'_>, mut int: watch::Receiver<bool
         plan.title, plan.objects
     );
     match chart::write(&output_dir.join(&chart_name), &title, &lines) {
-        Ok(()) => st.report.files.push(chart_name),
+        Ok(svg) => {
+            st.report.files.push(chart_name);
+            st.chart_svg = Some(svg);
+        }
         Err(e) => st.report.notes.push(format!("no chart: {e:#}")),
     }
     if let Some(reason) = stopped_early {

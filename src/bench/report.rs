@@ -1,7 +1,9 @@
 //! The bench's report: everything one run measured, as a comparison table or JSON (`-o json`), and as
-//! `report.json` in the output directory.
+//! `report.json` and the shareable `report.html` in the output directory.
 
 use serde::Serialize;
+
+use crate::report::document::{Block, Document, Tone};
 
 use super::churn::ChurnCount;
 use super::cluster::{CleanupReport, Creation};
@@ -105,31 +107,50 @@ fn table() -> comfy_table::Table {
 impl BenchReport {
     /// The human-readable report.
     pub fn render_table(&self) -> String {
-        let mut out = format!(
-            "kubectl ctrlaudit bench — {} (run {})\n",
+        self.document(None).text()
+    }
+
+    /// The self-contained HTML page (`report.html`): the same blocks as the terminal report, the chart inline
+    /// and the docs of the rules the variants isolate.
+    pub fn render_html(&self, chart_svg: Option<&str>) -> String {
+        let rules: Vec<&'static crate::rules::Rule> = self
+            .variants
+            .iter()
+            .filter_map(|v| v.rule.as_deref().and_then(crate::rules::find))
+            .collect();
+        crate::report::html::page(&self.document(chart_svg), &[], &[], &rules)
+    }
+
+    /// The report's layout, shared by the text and the HTML renderings.
+    fn document(&self, chart_svg: Option<&str>) -> Document {
+        let mut d = Document::new(format!(
+            "kubectl ctrlaudit bench — {} (run {})",
             self.title, self.run_id
-        );
-        out.push_str(&format!(
-            "API server {} {}; {} objects per variant, window {:.0}s{}, work {:.0}ms{}\n",
-            self.apiserver.url,
-            self.apiserver.version,
-            self.objects_per_variant,
-            self.duration_s,
-            if self.settle_s > 0.0 {
-                format!(
-                    " (+{:.1}s to settle)",
-                    (self.ended_s - self.duration_s).max(0.0)
-                )
-            } else {
-                String::new()
-            },
-            self.work_ms,
-            if self.churn_per_s > 0.0 {
-                format!(", churn {}/s per namespace", self.churn_per_s)
-            } else {
-                String::new()
-            }
         ));
+        d.line(
+            Tone::Plain,
+            format!(
+                "API server {} {}; {} objects per variant, window {:.0}s{}, work {:.0}ms{}",
+                self.apiserver.url,
+                self.apiserver.version,
+                self.objects_per_variant,
+                self.duration_s,
+                if self.settle_s > 0.0 {
+                    format!(
+                        " (+{:.1}s to settle)",
+                        (self.ended_s - self.duration_s).max(0.0)
+                    )
+                } else {
+                    String::new()
+                },
+                self.work_ms,
+                if self.churn_per_s > 0.0 {
+                    format!(", churn {}/s per namespace", self.churn_per_s)
+                } else {
+                    String::new()
+                }
+            ),
+        );
         if !self.apiserver.feature_gates.is_empty() {
             let gates: Vec<String> = self
                 .apiserver
@@ -137,67 +158,87 @@ impl BenchReport {
                 .iter()
                 .map(|(k, v)| format!("{k}={v}"))
                 .collect();
-            out.push_str(&format!("feature gates: {}\n", gates.join(", ")));
+            d.line(Tone::Plain, format!("feature gates: {}", gates.join(", ")));
         }
         if let Some(c) = &self.ceiling {
-            out.push_str(&format!(
-                "write ceiling: {:.0} writes/s ({} concurrent status patches for {:.1}s; p50 {:.0}ms, p99 {:.0}ms)\n",
-                c.per_second, c.concurrency, c.seconds, c.p50_ms, c.p99_ms
-            ));
+            d.line(
+                Tone::Plain,
+                format!(
+                    "write ceiling: {:.0} writes/s ({} concurrent status patches for {:.1}s; p50 {:.0}ms, p99 {:.0}ms)",
+                    c.per_second, c.concurrency, c.seconds, c.p50_ms, c.p99_ms
+                ),
+            );
         }
         if let Some(c) = &self.creation {
-            out.push_str(&format!(
-                "created {} Widgets in {:.2}s: {:.0} objects/s ({} in flight)\n",
-                c.objects, c.seconds, c.per_second, c.parallelism
-            ));
+            d.line(
+                Tone::Plain,
+                format!(
+                    "created {} Widgets in {:.2}s: {:.0} objects/s ({} in flight)",
+                    c.objects, c.seconds, c.per_second, c.parallelism
+                ),
+            );
         }
         if !self.variants.is_empty() {
-            out.push_str(&format!("{}\n", self.variants_table()));
+            d.table(self.variants_table());
         }
         if self.variants.iter().any(|v| v.tenants.is_some()) {
-            out.push_str(&format!("{}\n", self.tenants_table()));
+            d.table(self.tenants_table());
         }
         if let Some(s) = &self.speed {
-            out.push_str(&format!("{}\n", speed_table(s)));
+            d.table(speed_table(s));
+        }
+        if let Some(svg) = chart_svg {
+            d.blocks.push(Block::Chart {
+                caption: "Ready objects and work-queue depth over the window, one line per variant".into(),
+                svg: svg.to_string(),
+            });
         }
         if let Some(b) = &self.bookkeeping {
-            out.push_str(&format!(
-                "harness bookkeeping (scrapes, Ready watch, CSV, progress): {:.2}s CPU in {:.0}s = {:.1}% of one core\n",
-                b.cpu_s, b.wall_s, b.cpu_percent_of_one_core
-            ));
+            d.line(
+                Tone::Note,
+                format!(
+                    "harness bookkeeping (scrapes, Ready watch, CSV, progress): {:.2}s CPU in {:.0}s = {:.1}% of one core",
+                    b.cpu_s, b.wall_s, b.cpu_percent_of_one_core
+                ),
+            );
         }
         if !self.files.is_empty() {
-            out.push_str(&format!(
-                "files: {} ({})\n",
-                self.output_dir,
-                self.files.join(", ")
-            ));
+            d.line(
+                Tone::Note,
+                format!("files: {} ({})", self.output_dir, self.files.join(", ")),
+            );
         }
         for n in &self.notes {
-            out.push_str(&format!("note: {n}\n"));
+            d.line(Tone::Note, format!("note: {n}"));
         }
         if let Some(c) = &self.cleanup {
             if !c.terminating.is_empty() {
-                out.push_str(&format!(
-                    "note: {} namespaces are still Terminating (no namespace controller? testenv has none): {}\n",
-                    c.terminating.len(),
-                    c.terminating.join(", ")
-                ));
+                d.line(
+                    Tone::Note,
+                    format!(
+                        "note: {} namespaces are still Terminating (no namespace controller? testenv has none): {}",
+                        c.terminating.len(),
+                        c.terminating.join(", ")
+                    ),
+                );
             }
             for e in &c.errors {
-                out.push_str(&format!("cleanup: {e}\n"));
+                d.line(Tone::Alert, format!("cleanup: {e}"));
             }
         }
         if !self.complete {
-            out.push_str(&format!(
-                "INCOMPLETE: {}\n",
-                self.incomplete_reason.as_deref().unwrap_or("stopped early")
-            ));
+            d.line(
+                Tone::Alert,
+                format!(
+                    "INCOMPLETE: {}",
+                    self.incomplete_reason.as_deref().unwrap_or("stopped early")
+                ),
+            );
         }
         if let Some(cmd) = &self.cleanup_command {
-            out.push_str(&format!("to remove what is left: {cmd}\n"));
+            d.line(Tone::Command, format!("to remove what is left: {cmd}"));
         }
-        out
+        d
     }
 
     fn variants_table(&self) -> comfy_table::Table {

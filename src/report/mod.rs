@@ -1,10 +1,12 @@
 //! Output formats: one `Report` (findings, notes, stats) rendered as rustc-style snippets, one line per finding, a
-//! table, JSON, SARIF, JUnit or GitHub annotations.
+//! table, JSON, SARIF, JUnit, GitHub annotations or a self-contained HTML page.
 
 pub mod concise;
+pub mod document;
 pub mod emit;
 pub mod full;
 pub mod github;
+pub mod html;
 pub mod json;
 pub mod junit;
 pub mod sarif;
@@ -35,11 +37,13 @@ pub enum Format {
     Junit,
     /// GitHub Actions workflow commands (`::error file=…`), shown as annotations.
     Github,
+    /// One self-contained HTML page (findings, evidence, rule docs) to share.
+    Html,
 }
 
 impl Format {
     /// Every format, in the order of the help text.
-    pub const ALL: [Format; 7] = [
+    pub const ALL: [Format; 8] = [
         Format::Full,
         Format::Concise,
         Format::Table,
@@ -47,6 +51,7 @@ impl Format {
         Format::Sarif,
         Format::Junit,
         Format::Github,
+        Format::Html,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -58,6 +63,7 @@ impl Format {
             Format::Sarif => "sarif",
             Format::Junit => "junit",
             Format::Github => "github",
+            Format::Html => "html",
         }
     }
 }
@@ -149,6 +155,7 @@ pub fn render(format: Format, report: &Report<'_>) -> anyhow::Result<String> {
         Format::Sarif => sarif::render(report),
         Format::Junit => junit::render(report),
         Format::Github => github::render(report),
+        Format::Html => html::render(report),
     };
     out.with_context(|| format!("rendering the {format} report"))
 }
