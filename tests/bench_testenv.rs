@@ -2,6 +2,7 @@
 //! converges, who loops and who conflicts, never how fast.
 #![allow(clippy::unwrap_used)]
 
+mod browser;
 mod common;
 
 use std::collections::BTreeMap;
@@ -237,9 +238,21 @@ async fn bad_variants_loop_or_never_become_ready() {
         "bad-status-on-main.csv",
         "variants.svg",
         "report.json",
+        "report.html",
     ] {
         assert!(out_dir.path().join(f).is_file(), "{f} missing");
     }
+    // The page people share renders its tables and its chart, with no console error.
+    let page = browser::render(&out_dir.path().join("report.html"));
+    assert!(page.errors.is_empty(), "console errors: {:?}", page.errors);
+    assert!(page.tables >= 1 && page.table_rows >= 2, "{page:?}");
+    assert_eq!(page.charts.len(), 1, "{:?}", page.charts);
+    let (w, h) = page.charts[0];
+    assert!(w > 300.0 && h > 200.0, "chart laid out at {w}x{h}");
+    for text in ["bad-annotation-loop", "bad-status-on-main", "CA202", "write ceiling"] {
+        assert!(page.text.contains(text), "{text} missing:\n{}", page.text);
+    }
+    browser::save_screenshot("bench-report.png", &page.png);
     // A loop reaches some objects and not others: a count worth checking against the objects themselves.
     ready_matches_a_list_then_clean_up(&env, &r, &["bad-annotation-loop", "bad-status-on-main"])
         .await;
