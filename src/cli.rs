@@ -58,6 +58,11 @@ pub enum Command {
         after_help = "Examples:\n  kubectl ctrlaudit bench --list\n  kubectl ctrlaudit bench --rule CA202\n  kubectl ctrlaudit bench --experiment 1 --objects 200 --duration 60s\n  kubectl ctrlaudit bench --variants good,bad-poll --work 20ms -o json --output-dir ./bench-out\n  kubectl ctrlaudit bench --experiment tenants --tenants 50\n  kubectl ctrlaudit bench --experiment speed --objects 1000\n  kubectl ctrlaudit bench --cleanup 3f9a1c\n\nWrites only to namespaces it creates (labelled app.kubernetes.io/managed-by=kubectl-ctrlaudit) and the Widget\nCRD if absent; deletes them at the end, on Ctrl-C and on errors. CSVs, an SVG chart and report.json go to\n--output-dir. Exit 0 a complete run, 2 bad arguments, 3 the cluster could not be measured or the run was cut short."
     )]
     Bench(crate::bench::BenchArgs),
+    /// The one-minute tour, no cluster needed: a looping controller beside a good one, found by live, priced by bench.
+    #[command(
+        after_help = "Examples:\n  kubectl ctrlaudit demo\n  kubectl ctrlaudit demo --duration 60s --objects 100\n  kubectl ctrlaudit demo --use-current-context\n\nStarts its own kube-apiserver and etcd on loopback ports (built from the Go module proxy on first use, a few\nminutes with Go >= 1.25, then cached in ~/.cache/kubectl-ctrlaudit/testenv), runs bench's CA202 pair for\n--duration while live watches them, prints what live found beside what bench measured, writes demo.html, and\nstops everything it started. Exit 0 when the run completed, 3 when it could not."
+    )]
+    Demo(crate::demo::DemoArgs),
 }
 
 #[derive(Debug, Args)]
@@ -78,6 +83,7 @@ pub fn run(cli: Cli) -> Outcome {
         Command::Rules(a) => run_rules(&output, a),
         Command::Live(a) => crate::live::run(&cluster, &output, all_namespaces, a),
         Command::Bench(a) => crate::bench::run(&cluster, &output, a),
+        Command::Demo(a) => crate::demo::run(&cluster, &output, a),
     }
 }
 

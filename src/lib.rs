@@ -4,6 +4,7 @@ pub mod bench;
 pub mod cli;
 pub mod config;
 pub mod connect;
+pub mod demo;
 pub mod duration;
 pub mod exit;
 pub mod fetch;

@@ -249,7 +249,12 @@ async fn bad_variants_loop_or_never_become_ready() {
     assert_eq!(page.charts.len(), 1, "{:?}", page.charts);
     let (w, h) = page.charts[0];
     assert!(w > 300.0 && h > 200.0, "chart laid out at {w}x{h}");
-    for text in ["bad-annotation-loop", "bad-status-on-main", "CA202", "write ceiling"] {
+    for text in [
+        "bad-annotation-loop",
+        "bad-status-on-main",
+        "CA202",
+        "write ceiling",
+    ] {
         assert!(page.text.contains(text), "{text} missing:\n{}", page.text);
     }
     browser::save_screenshot("bench-report.png", &page.png);

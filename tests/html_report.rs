@@ -12,7 +12,10 @@ const BIN: &str = env!("CARGO_BIN_EXE_kubectl-ctrlaudit");
 fn live_replay(fixture: &str, format: &str) -> String {
     let out = Command::new(BIN)
         .args(["live", "--replay"])
-        .arg(format!("{}/fixtures/live/{fixture}", env!("CARGO_MANIFEST_DIR")))
+        .arg(format!(
+            "{}/fixtures/live/{fixture}",
+            env!("CARGO_MANIFEST_DIR")
+        ))
         .args(["-o", format])
         .output()
         .unwrap();
@@ -44,11 +47,16 @@ fn live_html_renders_every_finding_with_its_rule_doc() {
         let code = f["code"].as_str().unwrap();
         assert!(r.text.contains(code), "{code} missing:\n{}", r.text);
     }
-    assert!(r.text.contains("bench.ctrlaudit.io/last-reconciled"), "{}", r.text);
+    assert!(
+        r.text.contains("bench.ctrlaudit.io/last-reconciled"),
+        "{}",
+        r.text
+    );
     assert!(r.text.contains("help: "), "{}", r.text);
     // The rule docs are on the page, folded: their summaries show.
     assert!(
-        r.text.contains("CA202 volatile-value-written-every-reconcile"),
+        r.text
+            .contains("CA202 volatile-value-written-every-reconcile"),
         "{}",
         r.text
     );
@@ -73,6 +81,9 @@ fn the_browser_check_reports_console_errors() {
     let all = r.errors.join("\n");
     assert!(all.contains("planted"), "{all}");
     assert!(all.contains("undefinedFn"), "{all}");
-    assert!(all.contains("missing.png") || all.contains("ERR_FILE_NOT_FOUND"), "{all}");
+    assert!(
+        all.contains("missing.png") || all.contains("ERR_FILE_NOT_FOUND"),
+        "{all}"
+    );
     assert_eq!(r.tables, 1);
 }

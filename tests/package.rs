@@ -1,5 +1,6 @@
-//! What `cargo install kubectl-ctrlaudit` gets: the package holds the code and the rule docs it embeds, and none of
-//! the test environment, fixtures, accuracy corpus or build outputs.
+//! What `cargo install kubectl-ctrlaudit` gets: the package holds the code, the rule docs and the control-plane
+//! scripts it embeds (for `demo`), and none of the tests, fixtures, accuracy corpus, testenv caches or build
+//! outputs.
 #![allow(clippy::unwrap_used)]
 
 use std::process::Command;
@@ -35,6 +36,11 @@ fn the_package_holds_what_it_needs_and_nothing_else() {
             "{needed} missing: {files:?}"
         );
     }
+    // What `demo` embeds to build and start its control plane (src/demo/control_plane.rs).
+    for (path, _) in ctrlaudit::demo::control_plane::FILES {
+        let path = format!("testenv/{path}");
+        assert!(files.contains(&path), "{path} missing");
+    }
     // Every rule doc the binary embeds (`include_str!` in src/rules.rs).
     for rule in ctrlaudit::rules::RULES {
         let doc = format!("rules/{}", rule.doc_file());
@@ -43,6 +49,9 @@ fn the_package_holds_what_it_needs_and_nothing_else() {
     let allowed = |f: &str| {
         f.starts_with("src/")
             || f.starts_with("rules/")
+            || ctrlaudit::demo::control_plane::FILES
+                .iter()
+                .any(|(p, _)| f.strip_prefix("testenv/") == Some(*p))
             || matches!(
                 f,
                 "Cargo.toml"

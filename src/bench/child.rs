@@ -137,11 +137,7 @@ pub fn run_design(
     rt.block_on(async move {
         let config = g.config().await?;
         let rest = RestMetrics::default();
-        let client = client::build(
-            &config,
-            &format!("kubectl-ctrlaudit-bench/{variant}"),
-            &rest,
-        )?;
+        let client = client::build(&config, &client::variant_user_agent(variant), &rest)?;
         let (ctx, mut stop) = VariantCtx::new(
             client,
             rest,

@@ -249,6 +249,13 @@ impl HttpBody for CountedBody {
     }
 }
 
+/// A variant's user agent, `<variant>/kubectl-ctrlaudit-bench`: the API server names a write's field manager after
+/// the user agent up to its first `/`, so each variant is a field manager of its own, as separate controllers
+/// are, and live can tell them apart.
+pub fn variant_user_agent(variant: &str) -> String {
+    format!("{variant}/kubectl-ctrlaudit-bench")
+}
+
 /// A client for `config` that sends `user_agent` (so audit logs and `live` can attribute its requests) and
 /// counts its requests into `metrics`.
 pub fn build(config: &Config, user_agent: &str, metrics: &RestMetrics) -> Result<Client> {

@@ -79,6 +79,7 @@ struct State {
     report: BenchReport,
     /// The chart as written to the output directory, for report.html to inline.
     chart_svg: Option<String>,
+    on_start: Option<tokio::sync::oneshot::Sender<Started>>,
 }
 
 /// A short run id: 6 hex digits from the clock and the process id.
@@ -108,9 +109,33 @@ async fn interruptible<T>(
     }
 }
 
+/// What a run tells an observer once its variants are running (`demo` starts `live` on it then).
+#[derive(Debug, Clone)]
+pub struct Started {
+    pub run_id: String,
+    pub variants: Vec<StartedVariant>,
+}
+
+/// One running variant: where its objects are and where its controller serves /metrics.
+#[derive(Debug, Clone)]
+pub struct StartedVariant {
+    pub name: String,
+    pub namespaces: Vec<String>,
+    pub metrics_url: String,
+}
+
 /// Runs a plan end to end and returns its report (complete or not). Errors only when nothing could be
 /// measured (unreachable cluster, missing permissions, a conflicting CRD).
 pub async fn run(g: &ClusterArgs, plan: &Plan) -> Result<BenchReport> {
+    run_observed(g, plan, None).await
+}
+
+/// [`run`], sending [`Started`] on `on_start` when the variants have started and the window begins.
+pub async fn run_observed(
+    g: &ClusterArgs,
+    plan: &Plan,
+    on_start: Option<tokio::sync::oneshot::Sender<Started>>,
+) -> Result<BenchReport> {
     let config = g.config().await?;
     let url = config.cluster_url.to_string();
     let admin = client::build(&config, "kubectl-ctrlaudit/bench", &RestMetrics::default())?;
@@ -138,6 +163,7 @@ pub async fn run(g: &ClusterArgs, plan: &Plan) -> Result<BenchReport> {
         book: None,
         churn: None,
         chart_svg: None,
+        on_start,
         report: BenchReport {
             run_id: run_id.clone(),
             title: plan.title.clone(),
@@ -366,7 +392,9 @@ async fn execute(st: &mut State, setup: Setup<'_>, mut int: watch::Receiver<bool
         eprintln!("write ceiling: {:.0} writes/s", ceiling.per_second);
         st.report.ceiling = Some(ceiling);
     }
-    st.report.files.extend(["report.json".into(), "report.html".into()]);
+    st.report
+        .files
+        .extend(["report.json".into(), "report.html".into()]);
     match plan.kind {
         PlanKind::ProbeOnly => return Ok(()),
         PlanKind::Speed => return speed(st, g, plan, admin, &mut int).await,
@@ -439,6 +467,20 @@ async fn execute(st: &mut State, setup: Setup<'_>, mut int: watch::Receiver<bool
             addr,
             namespaces: l.namespaces.clone(),
             expected: l.expected(),
+        });
+    }
+    if let Some(tx) = st.on_start.take() {
+        // An observer that went away is no reason to stop measuring.
+        let _ = tx.send(Started {
+            run_id: run_id.clone(),
+            variants: watched
+                .iter()
+                .map(|w| StartedVariant {
+                    name: w.name.clone(),
+                    namespaces: w.namespaces.clone(),
+                    metrics_url: format!("http://{}/metrics", w.addr),
+                })
+                .collect(),
         });
     }
     st.book = Some(Book::start(BookConfig {
@@ -651,11 +693,7 @@ async fn start_in_process(
     plan: &Plan,
 ) -> Result<(std::net::SocketAddr, InProcess)> {
     let rest = RestMetrics::default();
-    let client = client::build(
-        config,
-        &format!("kubectl-ctrlaudit-bench/{}", l.spec.name),
-        &rest,
-    )?;
+    let client = client::build(config, &client::variant_user_agent(l.spec.name), &rest)?;
     let (ctx, stop) = VariantCtx::new(
         client,
         rest,

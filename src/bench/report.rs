@@ -121,8 +121,8 @@ impl BenchReport {
         crate::report::html::page(&self.document(chart_svg), &[], &[], &rules)
     }
 
-    /// The report's layout, shared by the text and the HTML renderings.
-    fn document(&self, chart_svg: Option<&str>) -> Document {
+    /// The report's layout, shared by the text and the HTML renderings (and demo.html).
+    pub fn document(&self, chart_svg: Option<&str>) -> Document {
         let mut d = Document::new(format!(
             "kubectl ctrlaudit bench — {} (run {})",
             self.title, self.run_id
@@ -189,7 +189,8 @@ impl BenchReport {
         }
         if let Some(svg) = chart_svg {
             d.blocks.push(Block::Chart {
-                caption: "Ready objects and work-queue depth over the window, one line per variant".into(),
+                caption: "Ready objects and work-queue depth over the window, one line per variant"
+                    .into(),
                 svg: svg.to_string(),
             });
         }

@@ -77,6 +77,9 @@ pub struct LiveArgs {
     /// Do not scrape the API server's /metrics.
     #[arg(long = "no-apiserver-metrics")]
     pub no_apiserver_metrics: bool,
+    /// Do not draw the progress bar (it is drawn only on a terminal anyway).
+    #[arg(long = "no-progress")]
+    pub no_progress: bool,
 }
 
 /// `[NS/]NAME` → (namespace, name).
@@ -160,7 +163,7 @@ pub async fn observe(
                 scrape_interval: a.scrape_interval,
                 apiserver_metrics: !a.no_apiserver_metrics,
                 write_ceiling: a.write_ceiling,
-                progress: std::io::stderr().is_terminal(),
+                progress: !a.no_progress && std::io::stderr().is_terminal(),
             };
             let mut s = collect::collect(client, &opts, cfg).await;
             pre_notes.append(&mut s.notes);

@@ -261,7 +261,8 @@ mod tests {
     #[test]
     fn a_table_keeps_its_header_and_cells() {
         let mut t = comfy_table::Table::new();
-        t.set_header(["variant", "Ready"]).add_row(["good", "50/50"]);
+        t.set_header(["variant", "Ready"])
+            .add_row(["good", "50/50"]);
         let html = table_html(&t).into_string();
         assert!(html.contains("<th>variant</th>"), "{html}");
         assert!(html.contains("<td>50/50</td>"), "{html}");

@@ -85,7 +85,11 @@ pub fn render(file: &Path) -> Rendered {
             Event::RuntimeExceptionThrown(e) => {
                 let d = &e.params.exception_details;
                 let what = d.exception.as_ref().and_then(|x| x.description.clone());
-                Some(format!("exception: {} {}", d.text, what.unwrap_or_default()))
+                Some(format!(
+                    "exception: {} {}",
+                    d.text,
+                    what.unwrap_or_default()
+                ))
             }
             _ => None,
         };
@@ -97,7 +101,10 @@ pub fn render(file: &Path) -> Rendered {
     tab.enable_log().unwrap();
     tab.enable_runtime().unwrap();
     let url = format!("file://{}", file.canonicalize().unwrap().display());
-    tab.navigate_to(&url).unwrap().wait_until_navigated().unwrap();
+    tab.navigate_to(&url)
+        .unwrap()
+        .wait_until_navigated()
+        .unwrap();
     let probe = tab
         .evaluate(
             r#"JSON.stringify({
