@@ -277,6 +277,7 @@ async fn watch(
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
     use crate::bench::harness::StartedVariant;
 

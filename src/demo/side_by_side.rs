@@ -182,6 +182,7 @@ pub fn html(tour: &Tour, chart_svg: Option<&str>) -> String {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
     use crate::bench::report::BenchReport;
     use crate::finding::{Lens, Severity};

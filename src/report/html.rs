@@ -205,6 +205,7 @@ fn rule_html(r: &Rule) -> Markup {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
     use crate::finding::{Evidence, Lens, Subject};
 
