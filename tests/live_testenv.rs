@@ -565,3 +565,99 @@ async fn live_as_the_readonly_identity_never_writes() {
         "{verbs:?}"
     );
 }
+
+/// An address where nothing listens (the port was just released).
+async fn refused_endpoint() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/metrics", listener.local_addr().unwrap());
+    drop(listener);
+    url
+}
+
+/// A server that answers every request with `respond`'s bytes, then closes (or, with `None`, never answers).
+async fn faulty_endpoint(respond: Option<fn() -> Vec<u8>>) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/metrics", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((mut sock, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut buf = [0u8; 4096];
+                let _ = sock.read(&mut buf).await;
+                match respond {
+                    Some(body) => {
+                        let _ = sock.write_all(&body()).await;
+                        let _ = sock.shutdown().await;
+                    }
+                    // Hold the connection open without a byte, past any deadline of the test.
+                    None => tokio::time::sleep(Duration::from_secs(3600)).await,
+                }
+            });
+        }
+    });
+    url
+}
+
+/// 17 MiB of valid-looking samples: over live's 16 MiB cap for a controller's /metrics.
+fn oversized() -> Vec<u8> {
+    let line = "workqueue_adds_total{name=\"widgets\"} 1\n";
+    let n = (17 << 20) / line.len();
+    let mut body = format!("HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n", n * line.len()).into_bytes();
+    for _ in 0..n {
+        body.extend_from_slice(line.as_bytes());
+    }
+    body
+}
+
+fn garbage() -> Vec<u8> {
+    let page = "<html><body>Sign in to continue</body></html>\n";
+    format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{page}",
+        page.len()
+    )
+    .into_bytes()
+}
+
+/// A controller /metrics endpoint that is down, never answers, is over the size cap or is not Prometheus text
+/// costs a note each (saying which and why), and the findings of the sources that work are still given.
+#[tokio::test]
+#[ignore = "needs testenv: ./test.sh runs it"]
+async fn live_notes_each_failing_metrics_endpoint_and_keeps_its_findings() {
+    let _serial = SERIAL.lock().await;
+    let env = common::testenv("live-faulty-metrics").await;
+    let bad = [
+        (refused_endpoint().await, "refused"),
+        (faulty_endpoint(None).await, "no answer within"),
+        (faulty_endpoint(Some(oversized)).await, "larger than"),
+        (faulty_endpoint(Some(garbage)).await, "Prometheus"),
+    ];
+    let mut args = Vec::new();
+    for (url, _) in &bad {
+        args.extend(["--metrics-url", url.as_str()]);
+    }
+    let (o, _) = scenario(
+        &env,
+        (Code::BadAnnotationLoop, "bad-annotation-loop", 1),
+        &args,
+        create_widgets(&env.client, &env.namespace, OBJECTS),
+    )
+    .await;
+    let report = show(&o);
+    let c = codes(&o.findings);
+    // CA202 from the watch, CA201 also from the one endpoint that works.
+    assert!(c.contains("CA202") && c.contains("CA201"), "{report}");
+    for (url, why) in &bad {
+        let notes: Vec<_> = o
+            .snapshot
+            .notes
+            .iter()
+            .filter(|n| n.subject.contains(url.as_str()))
+            .collect();
+        assert_eq!(notes.len(), 1, "one note for {url}:\n{report}");
+        assert!(
+            notes[0].message.contains(why) && notes[0].message.contains("scrapes failed"),
+            "{url}: {:?}",
+            notes[0]
+        );
+    }
+    assert!(o.snapshot.has_evidence());
+}
