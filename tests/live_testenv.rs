@@ -661,3 +661,118 @@ async fn live_notes_each_failing_metrics_endpoint_and_keeps_its_findings() {
     }
     assert!(o.snapshot.has_evidence());
 }
+
+/// A kubeconfig like testenv's admin one, but for a client certificate `CN=cn` from testenv's CA, valid for
+/// `days` (negative: already expired), or, with `server`, pointing elsewhere.
+fn issue_kubeconfig(
+    env: &common::TestEnv,
+    name: &str,
+    cn: &str,
+    days: i32,
+    server: Option<&str>,
+) -> PathBuf {
+    let pki = env.dir.join("pki");
+    let dir = std::env::temp_dir().join(format!("ctrlaudit-{}-{name}", env.namespace));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (key, csr, crt) = (dir.join("c.key"), dir.join("c.csr"), dir.join("c.crt"));
+    let run = |cmd: &mut std::process::Command| {
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    run(std::process::Command::new("openssl")
+        .args(["req", "-new", "-nodes", "-newkey", "rsa:2048", "-keyout"])
+        .arg(&key)
+        .arg("-out")
+        .arg(&csr)
+        .args(["-subj", &format!("/CN={cn}")]));
+    run(std::process::Command::new("openssl")
+        .args(["x509", "-req", "-in"])
+        .arg(&csr)
+        .arg("-CA")
+        .arg(pki.join("ca.crt"))
+        .arg("-CAkey")
+        .arg(pki.join("ca.key"))
+        .args(["-CAcreateserial", "-out"])
+        .arg(&crt)
+        .args(["-days", &days.to_string(), "-extfile"])
+        .arg(pki.join("openssl.cnf"))
+        .args(["-extensions", "client"]));
+    use base64::Engine as _;
+    let b64 =
+        |p: &PathBuf| base64::engine::general_purpose::STANDARD.encode(std::fs::read(p).unwrap());
+    let mut text = String::new();
+    for line in std::fs::read_to_string(env.dir.join("kubeconfig"))
+        .unwrap()
+        .lines()
+    {
+        let indent = &line[..line.len() - line.trim_start().len()];
+        let t = line.trim_start();
+        let line = if t.starts_with("client-certificate-data:") {
+            format!("{indent}client-certificate-data: {}", b64(&crt))
+        } else if t.starts_with("client-key-data:") {
+            format!("{indent}client-key-data: {}", b64(&key))
+        } else if let (Some(s), true) = (server, t.starts_with("server:")) {
+            format!("{indent}server: {s}")
+        } else {
+            line.to_string()
+        };
+        text.push_str(&line);
+        text.push('\n');
+    }
+    let path = dir.join("kubeconfig");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Without access, live stops at once instead of waiting out its 60 s window: exit 3 and a note that says what
+/// is missing — the address it could not reach, the refused credentials, the verb and resource it may not use.
+#[tokio::test]
+#[ignore = "needs testenv: ./test.sh runs it"]
+async fn live_without_access_exits_3_at_once_saying_what_is_missing() {
+    let env = common::testenv("live-no-access").await;
+    let closed = refused_endpoint()
+        .await
+        .replace("http://", "https://")
+        .replace("/metrics", "");
+    let cases = [
+        (
+            issue_kubeconfig(&env, "unreachable", "ctrlaudit-admin", 1, Some(&closed)),
+            "Connection refused",
+        ),
+        (
+            issue_kubeconfig(&env, "expired", "ctrlaudit-expired", -1, None),
+            "unauthorized: the API server refused the credentials",
+        ),
+        (
+            issue_kubeconfig(&env, "nobody", "ctrlaudit-nobody", 1, None),
+            "forbidden (needs list and watch on widgets.bench.ctrlaudit.io)",
+        ),
+    ];
+    for (kubeconfig, why) in cases {
+        let started = std::time::Instant::now();
+        let out = tokio::task::spawn_blocking({
+            let ns = env.namespace.clone();
+            move || {
+                std::process::Command::new(env!("CARGO_BIN_EXE_kubectl-ctrlaudit"))
+                    .args(["live", "-n", &ns, "--kubeconfig"])
+                    .arg(&kubeconfig)
+                    .output()
+                    .unwrap()
+            }
+        })
+        .await
+        .unwrap();
+        let took = started.elapsed();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(3), "{why}:\n{stdout}");
+        assert!(stdout.contains(why), "{why}:\n{stdout}");
+        assert!(stdout.contains("ended early"), "{stdout}");
+        // Not a timing claim: the default window is 60 s, and this shows it was not waited out.
+        assert!(took < Duration::from_secs(40), "{why}: took {took:?}");
+        eprintln!("{why}: exit 3 after {took:?}");
+    }
+}

@@ -22,12 +22,30 @@ pub(crate) fn explain(e: &kube::Error, verb_and_resource: &str) -> String {
     match e {
         kube::Error::Api(s) if s.code == 403 => format!("forbidden (needs {verb_and_resource})"),
         kube::Error::Api(s) if s.code == 401 => {
-            "unauthorized: the credentials were refused".to_string()
+            "unauthorized: the API server refused the credentials (an expired \
+             or unknown client certificate, or an expired token)"
+                .to_string()
         }
         kube::Error::Api(s) if s.code == 404 => "not found".to_string(),
         kube::Error::Api(s) => format!("{} {}: {}", s.code, s.reason, s.message),
-        other => format!("unreachable: {other}"),
+        other => format!("unreachable: {}", causes(other)),
     }
+}
+
+/// An error and its causes on one line (`client error (Connect): tcp connect error: Connection refused`): the
+/// last one is usually the one that says what to fix.
+pub(crate) fn causes(e: &dyn std::error::Error) -> String {
+    let mut parts = vec![e.to_string()];
+    let mut source = e.source();
+    while let Some(s) = source {
+        let text = s.to_string();
+        // Wrappers often repeat their cause's text.
+        if !parts.last().is_some_and(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+        source = s.source();
+    }
+    parts.join(": ")
 }
 
 /// Every custom resource type, from the CRDs, or from API discovery when listing CRDs is forbidden.

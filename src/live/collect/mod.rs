@@ -214,6 +214,7 @@ async fn observe(
     let ctrl_c = tokio::signal::ctrl_c();
     tokio::pin!(ctrl_c);
     let mut stopped_early = false;
+    let mut ended_early = false;
     loop {
         let tick = tokio::time::sleep(Duration::from_millis(250));
         tokio::select! {
@@ -234,9 +235,26 @@ async fn observe(
         if tokio::time::Instant::now() >= deadline {
             break;
         }
+        // Every watch stopped (forbidden, unauthorized, or there was nothing to watch on a cluster that cannot
+        // be reached) and no other source is left: waiting out the window would show nothing more.
+        let nothing_left = apiserver_failed
+            && opts.audit_log.is_none()
+            && watches.iter().all(|h| h.is_finished())
+            && scrapers.iter().all(|h| h.is_finished());
+        if nothing_left {
+            ended_early = true;
+            break;
+        }
     }
     if let Some(bar) = bar {
         bar.finish_and_clear();
+    }
+    if ended_early {
+        notes.push(Note {
+            subject: "window".into(),
+            message: "ended early: no watch, /metrics source or audit log was left to observe (see the notes above)"
+                .into(),
+        });
     }
     if stopped_early {
         notes.push(Note {
@@ -271,7 +289,7 @@ async fn observe(
                         subject: format!("watch {}", rt.qualified()),
                         message: err,
                     });
-                    if outcome.lists == 0 {
+                    if outcome.listed == 0 {
                         rt.watched = false;
                     }
                 }

@@ -16,6 +16,8 @@ pub struct WatchOutcome {
     pub tracker: TypeTracker,
     /// Lists started (the first and every re-list).
     pub lists: u64,
+    /// Lists that completed: 0 means the type was never seen (kube-rs announces a list before it is made).
+    pub listed: u64,
     /// The error that stopped the watch, or the last one it recovered from.
     pub error: Option<String>,
 }
@@ -37,6 +39,7 @@ pub async fn watch_type(
     };
     let mut tracker = TypeTracker::new(&rt.group, &rt.kind, &rt.plural);
     let mut lists = 0u64;
+    let mut listed = 0u64;
     let mut error = None;
     let stream = watcher(api, watcher::Config::default()).default_backoff();
     futures::pin_mut!(stream);
@@ -57,7 +60,10 @@ pub async fn watch_type(
                 tracker.handle(t, WatchEvent::Init);
             }
             Ok(watcher::Event::InitApply(o)) => tracker.handle(t, WatchEvent::InitApply(&o)),
-            Ok(watcher::Event::InitDone) => tracker.handle(t, WatchEvent::InitDone),
+            Ok(watcher::Event::InitDone) => {
+                listed += 1;
+                tracker.handle(t, WatchEvent::InitDone);
+            }
             Ok(watcher::Event::Apply(o)) => tracker.handle(t, WatchEvent::Apply(&o)),
             Ok(watcher::Event::Delete(o)) => tracker.handle(t, WatchEvent::Delete(&o)),
             Err(e) => {
@@ -92,6 +98,7 @@ pub async fn watch_type(
     WatchOutcome {
         tracker,
         lists,
+        listed,
         error,
     }
 }
