@@ -4,7 +4,7 @@
 # test fails or the run is interrupted.
 #
 # Usage: ./test.sh [extra args for `cargo test --all-targets`...]   e.g. ./test.sh -- --nocapture
-# Env:   CI=true  missing Go is an error instead of a skip of the cluster tests
+# Env:   CI=true  missing Go is an error instead of a skip of the cluster tests; also runs the fuzz smoke
 #        CTRLAUDIT_TESTENV_CACHE  where built binaries are cached (see testenv/versions.sh)
 # shellcheck disable=SC2317  # the trap handlers are reached through trap
 set -eu
@@ -101,6 +101,11 @@ fi
 status=0
 # --no-fail-fast: one failing target must not hide the results of the others.
 cargo test --all-targets --no-fail-fast "${args[@]}" || status=$?
+# In CI, a short run of every fuzz target on its seeds (fuzz/README.md): a parser that a known input crashes or
+# hangs fails the run. CTRLAUDIT_FUZZ_SMOKE=0 skips it, =1 runs it outside CI.
+if [ "${CTRLAUDIT_FUZZ_SMOKE:-$ci}" = 1 ]; then
+	fuzz/smoke.sh || status=$?
+fi
 if [ "$status" != 0 ] && [ -n "$state_dir" ]; then
 	# Keep the control plane's logs for the post-mortem; the processes still stop.
 	"$root/testenv/stop.sh" --keep "$state_dir" || true

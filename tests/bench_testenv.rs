@@ -374,3 +374,126 @@ async fn cleanup_removes_a_runs_namespaces_and_nothing_else() {
         .await
         .unwrap();
 }
+
+/// How a test interrupts a bench run.
+#[derive(Debug, Clone, Copy)]
+enum Signal {
+    Int,
+    Term,
+    /// Two SIGINTs: quit at once, printing the cleanup command.
+    IntTwice,
+}
+
+/// Runs `bench ARGS` and sends `signal` when a stderr line starts with `at`; returns the exit code, the run id
+/// and stderr. Bounded: a run that outlives `patience` is killed and the test fails.
+fn interrupt_bench(
+    kubeconfig: &Path,
+    args: &str,
+    at: &str,
+    signal: Signal,
+) -> (Option<i32>, String, String) {
+    use std::io::{BufRead, BufReader};
+    let mut child = Command::new(BIN)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .arg("bench")
+        .args(args.split_whitespace())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id().to_string();
+    let kill = |sig: &str| {
+        Command::new("kill")
+            .args(["-s", sig, &pid])
+            .status()
+            .unwrap();
+    };
+    let patience = std::time::Instant::now() + std::time::Duration::from_secs(240);
+    let mut stderr = String::new();
+    let mut sent = false;
+    for line in BufReader::new(child.stderr.take().unwrap()).lines() {
+        let line = line.unwrap();
+        stderr.push_str(&line);
+        stderr.push('\n');
+        if !sent && line.trim_start().starts_with(at) {
+            sent = true;
+            match signal {
+                Signal::Int => kill("INT"),
+                Signal::Term => kill("TERM"),
+                Signal::IntTwice => {
+                    kill("INT");
+                    std::thread::sleep(std::time::Duration::from_millis(300));
+                    kill("INT");
+                }
+            }
+        }
+        assert!(
+            std::time::Instant::now() < patience,
+            "bench did not end:\n{stderr}"
+        );
+    }
+    let status = child.wait().unwrap();
+    assert!(sent, "never reached {at:?}:\n{stderr}");
+    let run_id = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("run ").and_then(|r| r.split(':').next()))
+        .unwrap_or_else(|| panic!("no run id:\n{stderr}"))
+        .to_string();
+    (status.code(), run_id, stderr)
+}
+
+/// SIGINT or SIGTERM at each phase — CRD and probe, creating the Widgets, the run, the cleanup — ends the run
+/// with exit 3 and leaves none of its namespaces; a second Ctrl-C quits at once and prints the command that
+/// removes what is left, and that command works.
+#[tokio::test]
+#[ignore = "needs testenv: ./test.sh runs it"]
+async fn interrupted_at_any_phase_it_leaves_nothing_or_says_how_to_remove_it() {
+    let env = common::testenv("bench_interrupt").await;
+    let kubeconfig = env.dir.join("kubeconfig");
+    const ARGS: &str = "--variants good,bad-annotation-loop --objects 300 --duration 10s --probe 2s --finalize-namespaces";
+    for (at, signal) in [
+        ("probing the API server", Signal::Int),
+        ("creating ", Signal::Term),
+        ("created ", Signal::Int),
+        ("cleaning up run", Signal::Term),
+    ] {
+        let kc = kubeconfig.clone();
+        let (code, run_id, stderr) =
+            tokio::task::spawn_blocking(move || interrupt_bench(&kc, ARGS, at, signal))
+                .await
+                .unwrap();
+        // Interrupted while cleaning up, the run itself was complete: it finishes the cleanup and says so.
+        let expected = if at == "cleaning up run" {
+            [0, 3]
+        } else {
+            [3, 3]
+        };
+        assert!(
+            code.is_some_and(|c| expected.contains(&c)),
+            "{signal:?} at {at:?}: exit {code:?}\n{stderr}"
+        );
+        let left = run_namespaces(&env.client, &run_id).await;
+        assert!(
+            left.is_empty(),
+            "{signal:?} at {at:?} left {left:?}\n{stderr}"
+        );
+    }
+
+    let kc = kubeconfig.clone();
+    let (code, run_id, stderr) = tokio::task::spawn_blocking(move || {
+        interrupt_bench(&kc, ARGS, "created ", Signal::IntTwice)
+    })
+    .await
+    .unwrap();
+    assert_eq!(code, Some(3), "{stderr}");
+    let hint = format!("to remove what is left: kubectl ctrlaudit bench --cleanup {run_id}");
+    assert!(stderr.contains(&hint), "{stderr}");
+    assert!(
+        !run_namespaces(&env.client, &run_id).await.is_empty(),
+        "quit at once cleans nothing"
+    );
+    let out = bench_off_thread(kubeconfig, &["--cleanup", &run_id, "--finalize-namespaces"]).await;
+    assert_success(&out);
+    assert!(run_namespaces(&env.client, &run_id).await.is_empty());
+}

@@ -109,6 +109,35 @@ async fn interruptible<T>(
     }
 }
 
+/// Ctrl-C (SIGINT) and, on Unix, SIGTERM (what `kill`, a CI runner's timeout or Kubernetes send): both stop a
+/// run the same way, so that nothing it created is left behind.
+struct Interrupts {
+    #[cfg(unix)]
+    term: Option<tokio::signal::unix::Signal>,
+}
+
+impl Interrupts {
+    fn new() -> Self {
+        Self {
+            // Without a SIGTERM handler (it could not be installed), SIGTERM ends the process as before.
+            #[cfg(unix)]
+            term: tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok(),
+        }
+    }
+
+    /// The next interrupt's name, or `None` when no signal can be received any more.
+    async fn next(&mut self) -> Option<&'static str> {
+        #[cfg(unix)]
+        if let Some(term) = &mut self.term {
+            return tokio::select! {
+                r = tokio::signal::ctrl_c() => r.ok().map(|()| "interrupted"),
+                s = term.recv() => s.map(|()| "terminated (SIGTERM)"),
+            };
+        }
+        tokio::signal::ctrl_c().await.ok().map(|()| "interrupted")
+    }
+}
+
 /// What a run tells an observer once its variants are running (`demo` starts `live` on it then).
 #[derive(Debug, Clone)]
 pub struct Started {
@@ -198,14 +227,16 @@ pub async fn run_observed(
     let (int_tx, int_rx) = watch::channel(false);
     let (quit_tx, quit_rx) = tokio::sync::oneshot::channel::<()>();
     let cleanup_hint = cluster::cleanup_commands(&run_id);
+    // Installed before the task starts, so that no signal falls between the two.
+    let mut signals = Interrupts::new();
     let ctrlc = tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
+        if let Some(name) = signals.next().await {
             eprintln!(
-                "\ninterrupted: stopping the variants and cleaning up (Ctrl-C again to quit at once)"
+                "\n{name}: stopping the variants and cleaning up (Ctrl-C again to quit at once)"
             );
             // The harness may already be finishing: then no one listens.
             let _ = int_tx.send(true);
-            if tokio::signal::ctrl_c().await.is_ok() {
+            if signals.next().await.is_some() {
                 eprintln!("quit without cleaning up; to remove what is left: {cleanup_hint}");
                 let _ = quit_tx.send(());
             }
