@@ -21,6 +21,8 @@ use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, P
 use kube::runtime::wait::{await_condition, conditions};
 use tokio::sync::OnceCell;
 
+pub mod plane;
+
 /// The Widget CRD that every cluster test may rely on (kept equal to `Widget::crd()` by a unit test).
 pub const WIDGET_CRD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/crds/widget.yaml");
 pub const WIDGET_CRD_NAME: &str = "widgets.bench.ctrlaudit.io";
@@ -133,7 +135,7 @@ async fn connect(dir: &Path, name: &str) -> Result<TestEnv> {
 }
 
 /// Installs the Widget CRD once per test binary (tests run concurrently) and waits until it is served.
-async fn install_widget_crd(client: &Client) -> Result<()> {
+pub(crate) async fn install_widget_crd(client: &Client) -> Result<()> {
     static INSTALLED: OnceCell<()> = OnceCell::const_new();
     INSTALLED
         .get_or_try_init(|| async {
@@ -162,7 +164,8 @@ async fn install_widget_crd(client: &Client) -> Result<()> {
     Ok(())
 }
 
-async fn create_namespace(client: &Client, test: &str) -> Result<String> {
+/// A fresh namespace named after `test`, labelled as a test namespace.
+pub async fn create_namespace(client: &Client, test: &str) -> Result<String> {
     static SEQ: AtomicU32 = AtomicU32::new(0);
     // Unique across test binaries and reruns against the same control plane; DNS-1123, at most 63 chars.
     let mut slug: String = test

@@ -287,7 +287,7 @@ async fn observe(
                 if let Some(err) = outcome.error {
                     notes.push(Note {
                         subject: format!("watch {}", rt.qualified()),
-                        message: err,
+                        message: with_gaps(err, &outcome.gaps, outcome.listed),
                     });
                     if outcome.listed == 0 {
                         rt.watched = false;
@@ -337,6 +337,21 @@ async fn observe(
     snap.resources = resources;
     snap.objects = objects;
     snap.metrics = metrics;
+}
+
+/// A watch error, and when it recovered: how long the watch was down, and that it re-listed.
+fn with_gaps(err: String, gaps: &[(i64, i64)], listed: u64) -> String {
+    if gaps.is_empty() || listed == 0 {
+        return err;
+    }
+    let total_s: f64 = gaps.iter().map(|(a, b)| (b - a) as f64 / 1000.0).sum();
+    let longest_s = gaps.iter().map(|(a, b)| b - a).max().unwrap_or(0) as f64 / 1000.0;
+    format!(
+        "down {} {} for {total_s:.1}s in all (longest {longest_s:.1}s), last error: {err}; after each outage it \
+         re-listed and went on: objects written during an outage count one write each",
+        gaps.len(),
+        if gaps.len() == 1 { "time" } else { "times" },
+    )
 }
 
 fn progress_bar(duration: Duration) -> indicatif::ProgressBar {

@@ -18,6 +18,9 @@ pub struct WatchOutcome {
     pub lists: u64,
     /// Lists that completed: 0 means the type was never seen (kube-rs announces a list before it is made).
     pub listed: u64,
+    /// When the watch was down: from its first error to the next event, in ms since the epoch (an outage
+    /// that lasted to the deadline ends there).
+    pub gaps: Vec<(i64, i64)>,
     /// The error that stopped the watch, or the last one it recovered from.
     pub error: Option<String>,
 }
@@ -41,6 +44,8 @@ pub async fn watch_type(
     let mut lists = 0u64;
     let mut listed = 0u64;
     let mut error = None;
+    let mut gaps = Vec::new();
+    let mut down_since = None;
     let stream = watcher(api, watcher::Config::default()).default_backoff();
     futures::pin_mut!(stream);
     let sleep = tokio::time::sleep_until(deadline);
@@ -54,6 +59,15 @@ pub async fn watch_type(
         };
         let Some(item) = item else { break };
         let t = now_ms();
+        // Back up once data flows again: a re-list that finished, or an event. (kube-rs announces a re-list
+        // with `Init` before making it, so that is not yet proof.)
+        let flowing = matches!(
+            item,
+            Ok(watcher::Event::InitDone | watcher::Event::Apply(_) | watcher::Event::Delete(_))
+        );
+        if flowing && let Some(since) = down_since.take() {
+            gaps.push((since, t));
+        }
         match item {
             Ok(watcher::Event::Init) => {
                 lists += 1;
@@ -69,6 +83,7 @@ pub async fn watch_type(
             Err(e) => {
                 let (forbidden, msg) = describe(&e, &rt);
                 error = Some(msg);
+                down_since.get_or_insert(t);
                 if forbidden {
                     break;
                 }
@@ -95,7 +110,11 @@ pub async fn watch_type(
     progress
         .writes
         .fetch_add(w.saturating_sub(counted_writes), Ordering::Relaxed);
+    if let Some(since) = down_since {
+        gaps.push((since, now_ms().max(since)));
+    }
     WatchOutcome {
+        gaps,
         tracker,
         lists,
         listed,
