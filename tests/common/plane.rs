@@ -18,6 +18,8 @@ pub struct Plane {
     pub dir: PathBuf,
     pub kubeconfig: PathBuf,
     pub client: Client,
+    /// A kube-apiserver this process restarted: stop.sh stops it, drop reaps it.
+    restarted: std::sync::Mutex<Option<std::process::Child>>,
 }
 
 impl Plane {
@@ -47,6 +49,7 @@ impl Plane {
             dir,
             kubeconfig,
             client,
+            restarted: std::sync::Mutex::new(None),
         }
     }
 
@@ -102,6 +105,7 @@ impl Plane {
             .spawn()
             .unwrap();
         std::fs::write(self.dir.join("kube-apiserver.pid"), child.id().to_string()).unwrap();
+        *self.restarted.lock().unwrap() = Some(child);
         // Bounded: a loaded machine takes a few seconds to bring kube-apiserver up.
         let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
         loop {
@@ -125,5 +129,8 @@ impl Drop for Plane {
             .arg(testenv_script("stop.sh"))
             .arg(&self.dir)
             .status();
+        if let Some(mut child) = self.restarted.lock().ok().and_then(|mut c| c.take()) {
+            let _ = child.wait();
+        }
     }
 }
