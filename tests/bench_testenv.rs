@@ -384,49 +384,42 @@ enum Signal {
     IntTwice,
 }
 
-/// Runs `bench ARGS` and sends `signal` when a stderr line starts with `at`; returns the exit code, the run id
-/// and stderr. Bounded: a run that outlives `patience` is killed and the test fails.
-fn interrupt_bench(
+/// Runs `bench ARGS`, calls `act` once when a stderr line starts with `at`; returns the exit code, the run id,
+/// stdout and stderr. Bounded: a run that outlives its patience fails the test.
+fn bench_acting_at(
     kubeconfig: &Path,
     args: &str,
     at: &str,
-    signal: Signal,
-) -> (Option<i32>, String, String) {
-    use std::io::{BufRead, BufReader};
+    act: impl FnOnce(&str),
+) -> (Option<i32>, String, String, String) {
+    use std::io::{BufRead, BufReader, Read};
     let mut child = Command::new(BIN)
         .arg("--kubeconfig")
         .arg(kubeconfig)
         .arg("bench")
         .args(args.split_whitespace())
-        .stdout(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     let pid = child.id().to_string();
-    let kill = |sig: &str| {
-        Command::new("kill")
-            .args(["-s", sig, &pid])
-            .status()
-            .unwrap();
-    };
+    let mut stdout_pipe = child.stdout.take().unwrap();
+    let stdout_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        stdout_pipe.read_to_string(&mut s).unwrap();
+        s
+    });
     let patience = std::time::Instant::now() + std::time::Duration::from_secs(240);
     let mut stderr = String::new();
-    let mut sent = false;
+    let mut act = Some(act);
     for line in BufReader::new(child.stderr.take().unwrap()).lines() {
         let line = line.unwrap();
         stderr.push_str(&line);
         stderr.push('\n');
-        if !sent && line.trim_start().starts_with(at) {
-            sent = true;
-            match signal {
-                Signal::Int => kill("INT"),
-                Signal::Term => kill("TERM"),
-                Signal::IntTwice => {
-                    kill("INT");
-                    std::thread::sleep(std::time::Duration::from_millis(300));
-                    kill("INT");
-                }
-            }
+        if line.trim_start().starts_with(at)
+            && let Some(act) = act.take()
+        {
+            act(&pid);
         }
         assert!(
             std::time::Instant::now() < patience,
@@ -434,13 +427,39 @@ fn interrupt_bench(
         );
     }
     let status = child.wait().unwrap();
-    assert!(sent, "never reached {at:?}:\n{stderr}");
+    assert!(act.is_none(), "never reached {at:?}:\n{stderr}");
     let run_id = stderr
         .lines()
         .find_map(|l| l.strip_prefix("run ").and_then(|r| r.split(':').next()))
         .unwrap_or_else(|| panic!("no run id:\n{stderr}"))
         .to_string();
-    (status.code(), run_id, stderr)
+    (status.code(), run_id, stdout_reader.join().unwrap(), stderr)
+}
+
+/// Runs `bench ARGS` and sends `signal` when a stderr line starts with `at`; returns the exit code, the run id
+/// and stderr.
+fn interrupt_bench(
+    kubeconfig: &Path,
+    args: &str,
+    at: &str,
+    signal: Signal,
+) -> (Option<i32>, String, String) {
+    let kill = |pid: &str, sig: &str| {
+        Command::new("kill")
+            .args(["-s", sig, pid])
+            .status()
+            .unwrap();
+    };
+    let (code, run_id, _, stderr) = bench_acting_at(kubeconfig, args, at, |pid| match signal {
+        Signal::Int => kill(pid, "INT"),
+        Signal::Term => kill(pid, "TERM"),
+        Signal::IntTwice => {
+            kill(pid, "INT");
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            kill(pid, "INT");
+        }
+    });
+    (code, run_id, stderr)
 }
 
 /// SIGINT or SIGTERM at each phase — CRD and probe, creating the Widgets, the run, the cleanup — ends the run
@@ -496,4 +515,67 @@ async fn interrupted_at_any_phase_it_leaves_nothing_or_says_how_to_remove_it() {
     let out = bench_off_thread(kubeconfig, &["--cleanup", &run_id, "--finalize-namespaces"]).await;
     assert_success(&out);
     assert!(run_namespaces(&env.client, &run_id).await.is_empty());
+}
+
+/// kube-apiserver killed in the middle of a run (a private control plane, without the Widget CRD, so that the
+/// bench installs it): exit 3, a report marked incomplete with the command that removes what is left, and that
+/// command, once the API server is back, removes the namespaces and the CRD the run installed.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs testenv: ./test.sh runs it"]
+async fn the_api_server_killed_mid_run_gives_an_incomplete_report_and_a_cleanup_that_works() {
+    let plane = common::plane::Plane::start_without_crd("bench-apiserver-killed").await;
+    let out_dir = tempfile::tempdir().unwrap();
+    let args = format!(
+        "--variants good,bad-annotation-loop --objects 30 --duration 15s --probe 0s --finalize-namespaces --output-dir {}",
+        out_dir.path().display()
+    );
+    let (code, run_id, stdout, stderr) = tokio::task::block_in_place(|| {
+        bench_acting_at(&plane.kubeconfig, &args, "created ", |_| {
+            plane.kill_apiserver()
+        })
+    });
+    assert_eq!(code, Some(3), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("INCOMPLETE: the API server went away"),
+        "{stdout}"
+    );
+    let hint = format!("to remove what is left: kubectl ctrlaudit bench --cleanup {run_id}");
+    assert!(stdout.contains(&hint), "{stdout}");
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.path().join("report.json")).unwrap())
+            .unwrap();
+    assert_eq!(report["complete"], false);
+    assert!(
+        report["cleanup_command"]
+            .as_str()
+            .unwrap()
+            .contains(&run_id)
+    );
+
+    plane.restart_apiserver().await;
+    let out = bench_off_thread(
+        plane.kubeconfig.clone(),
+        &["--cleanup", &run_id, "--finalize-namespaces"],
+    )
+    .await;
+    assert_success(&out);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("and the CRD it installed"), "{said}");
+    assert!(run_namespaces(&plane.client, &run_id).await.is_empty());
+    let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
+        Api::all(plane.client.clone());
+    // The API server finalizes a deleted CRD on its own schedule: bounded wait, not a fixed sleep.
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(90);
+    while crds
+        .get_opt(common::WIDGET_CRD_NAME)
+        .await
+        .unwrap()
+        .is_some()
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the CRD the run installed is still there"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
 }

@@ -25,6 +25,13 @@ pub struct Plane {
 impl Plane {
     /// Starts one (the binaries come from the testenv cache, which test.sh fills) and installs the Widget CRD.
     pub async fn start(name: &str) -> Plane {
+        let plane = Self::start_without_crd(name).await;
+        super::install_widget_crd(&plane.client).await.unwrap();
+        plane
+    }
+
+    /// Starts one with no custom resource type installed.
+    pub async fn start_without_crd(name: &str) -> Plane {
         let dir =
             std::env::temp_dir().join(format!("ctrlaudit-plane-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -44,7 +51,6 @@ impl Plane {
         let client = super::client_from(&kubeconfig, &format!("ctrlaudit-tests/{name}"))
             .await
             .unwrap();
-        super::install_widget_crd(&client).await.unwrap();
         Plane {
             dir,
             kubeconfig,
