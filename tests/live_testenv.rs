@@ -777,9 +777,9 @@ async fn live_without_access_exits_3_at_once_saying_what_is_missing() {
     }
 }
 
-/// The API server killed and restarted in the middle of the window (a private control plane: the shared one
-/// serves the other tests): live keeps watching after it returns, says how long the watch was down, still
-/// gives its findings, and counts no write twice.
+/// The API server killed and restarted in the middle of the window, with etcd compacted meanwhile (a private
+/// control plane: the shared one serves the other tests): live keeps watching after it returns, re-lists on the
+/// 410 Gone, says how long the watch was down, still gives its findings, and counts no write twice.
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "needs testenv: ./test.sh runs it"]
 async fn live_rides_out_an_api_server_restart() {
@@ -839,7 +839,11 @@ async fn live_rides_out_an_api_server_restart() {
     tokio::time::sleep(Duration::from_secs(4)).await;
     let before_kill = made.load(Ordering::Relaxed);
     tokio::task::block_in_place(|| plane.kill_apiserver());
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // While it is down the writes go on failing; the history live's watch would resume from is compacted away,
+    // so the resumed watch gets 410 Gone and must re-list.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    tokio::task::block_in_place(|| plane.compact_etcd());
+    tokio::time::sleep(Duration::from_secs(1)).await;
     plane.restart_apiserver().await;
     let back_ms = jiff::Timestamp::now().as_millisecond();
     let o = live.await.unwrap().unwrap();
@@ -869,6 +873,13 @@ async fn live_rides_out_an_api_server_restart() {
         .filter(|w| w.t_ms > back_ms)
         .count();
     assert!(seen_after > 0, "nothing seen after the restart:\n{report}");
+    let widgets = o
+        .snapshot
+        .resources
+        .iter()
+        .find(|r| r.plural == "widgets")
+        .unwrap();
+    assert!(widgets.relists >= 1, "no re-list after 410 Gone:\n{report}");
     // No write counted twice: at most one per successful write (creation is before the window).
     let seen: u64 = o
         .snapshot

@@ -82,6 +82,40 @@ impl Plane {
         }
     }
 
+    /// Compacts etcd at its current revision (through etcd's JSON gateway), so that a watch that resumes from
+    /// an older resourceVersion gets 410 Gone and must re-list. Returns the revision.
+    pub fn compact_etcd(&self) -> u64 {
+        let args = std::fs::read_to_string(self.dir.join("kube-apiserver.args")).unwrap();
+        let etcd = args
+            .lines()
+            .find_map(|l| l.strip_prefix("--etcd-servers="))
+            .unwrap()
+            .to_string();
+        let post = |path: &str, body: &str| {
+            let out = Command::new("curl")
+                .args(["-fsS", "-X", "POST", &format!("{etcd}{path}"), "-d", body])
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+        };
+        let head = post("/v3/kv/range", r#"{"key":"Zm9v"}"#);
+        let revision: u64 = head["header"]["revision"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        post(
+            "/v3/kv/compaction",
+            &format!(r#"{{"revision":"{revision}","physical":true}}"#),
+        );
+        revision
+    }
+
     /// Starts kube-apiserver again with the arguments start.sh recorded (same port, same etcd), records its
     /// pid for stop.sh, and waits until it answers.
     pub async fn restart_apiserver(&self) {
