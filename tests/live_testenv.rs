@@ -864,6 +864,7 @@ async fn live_rides_out_an_api_server_restart() {
         note.message.starts_with("down ") && note.message.contains("re-listed"),
         "{note:?}"
     );
+    eprintln!("{}", note.message);
     // It kept watching: writes after the API server came back were seen as they happened.
     let seen_after = o
         .snapshot

@@ -60,6 +60,12 @@ impl AuditFolder {
         self
     }
 
+    /// From now on, keeps only events up to `to_ms` (a followed log learns where its window ends last).
+    pub fn until(&mut self, to_ms: i64) {
+        let from = self.within.map_or(i64::MIN, |(a, _)| a);
+        self.within = Some((from, to_ms));
+    }
+
     /// Counts a line that could not even be read as text.
     pub fn malformed_line(&mut self) {
         self.lines += 1;

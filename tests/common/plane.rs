@@ -27,6 +27,17 @@ impl Plane {
     pub async fn start(name: &str) -> Plane {
         let plane = Self::start_without_crd(name).await;
         super::install_widget_crd(&plane.client).await.unwrap();
+        // Established is not yet served: a fresh API server answers 404 on the new type for a moment.
+        let widgets: kube::Api<ctrlaudit::bench::widget::Widget> =
+            kube::Api::all(plane.client.clone());
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        while widgets.list(&Default::default()).await.is_err() {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{name}: the Widget type is not served"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
         plane
     }
 

@@ -99,6 +99,16 @@ pub async fn collect(client: Option<Client>, opts: &CollectOptions, cfg: &Config
     let mut requests: BTreeMap<String, u64> = BTreeMap::new();
     let start = now_ms();
 
+    // With a cluster, the log is followed through the window (a rotation or truncation meanwhile loses
+    // nothing); offline, it is read whole.
+    let follower = match (&client, &opts.audit_log) {
+        (Some(_), Some(path)) => Some(audit_file::Follower::start(
+            path,
+            opts.namespace.as_deref(),
+            start,
+        )),
+        _ => None,
+    };
     if let Some(client) = client {
         observe(&client, opts, cfg, &mut snap, &mut notes, &mut requests).await;
     } else {
@@ -109,10 +119,18 @@ pub async fn collect(client: Option<Client>, opts: &CollectOptions, cfg: &Config
     }
 
     if let Some(path) = &opts.audit_log {
-        // With a cluster window, only the events inside it; offline, the whole log.
-        let window = (snap.window.end_ms > snap.window.start_ms)
-            .then_some((snap.window.start_ms, snap.window.end_ms));
-        match audit_file::read(path, opts.namespace.as_deref(), window).await {
+        let read = match follower {
+            Some(Ok(f)) => f
+                .finish(snap.window.end_ms)
+                .await
+                .map(|(summary, mut followed)| {
+                    notes.append(&mut followed);
+                    summary
+                }),
+            Some(Err(e)) => Err(e),
+            None => audit_file::read(path, opts.namespace.as_deref(), None).await,
+        };
+        match read {
             Ok(summary) => {
                 if summary.malformed > 0 {
                     notes.push(Note {

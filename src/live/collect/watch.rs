@@ -9,6 +9,7 @@ use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
 use kube::runtime::{WatchStreamExt, watcher};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 /// What one watch produced.
 #[derive(Debug)]
@@ -23,6 +24,39 @@ pub struct WatchOutcome {
     pub gaps: Vec<(i64, i64)>,
     /// The error that stopped the watch, or the last one it recovered from.
     pub error: Option<String>,
+}
+
+/// Retries after 250 ms, doubling to at most 2 s, reset by every event. kube-rs's default (up to 30 s, reset only
+/// after 120 s) suits a controller that runs for weeks; a window of a minute would lose half its evidence to one
+/// outage, and a retry is one list and one watch.
+#[derive(Debug)]
+struct WindowBackoff {
+    next: Duration,
+}
+
+const FIRST_RETRY: Duration = Duration::from_millis(250);
+const LAST_RETRY: Duration = Duration::from_secs(2);
+
+impl Default for WindowBackoff {
+    fn default() -> Self {
+        Self { next: FIRST_RETRY }
+    }
+}
+
+impl Iterator for WindowBackoff {
+    type Item = Duration;
+
+    fn next(&mut self) -> Option<Duration> {
+        let now = self.next;
+        self.next = (now * 2).min(LAST_RETRY);
+        Some(now)
+    }
+}
+
+impl kube::runtime::utils::Backoff for WindowBackoff {
+    fn reset(&mut self) {
+        self.next = FIRST_RETRY;
+    }
 }
 
 /// Watches one type until `deadline`. A 403 stops it (retrying cannot help); other errors are retried with
@@ -46,7 +80,7 @@ pub async fn watch_type(
     let mut error = None;
     let mut gaps = Vec::new();
     let mut down_since = None;
-    let stream = watcher(api, watcher::Config::default()).default_backoff();
+    let stream = watcher(api, watcher::Config::default()).backoff(WindowBackoff::default());
     futures::pin_mut!(stream);
     let sleep = tokio::time::sleep_until(deadline);
     tokio::pin!(sleep);
