@@ -470,6 +470,33 @@ fn interrupt_bench(
 async fn interrupted_at_any_phase_it_leaves_nothing_or_says_how_to_remove_it() {
     let env = common::testenv("bench_interrupt").await;
     let kubeconfig = env.dir.join("kubeconfig");
+    // A namespace that looks like a bench run's (its name pattern and both labels, another run id): no cleanup
+    // of these runs may touch it.
+    let planted = format!("ctrlaudit-bench-p{:05x}-good", std::process::id() & 0xfffff);
+    let namespaces: Api<Namespace> = Api::all(env.client.clone());
+    namespaces
+        .create(
+            &PostParams::default(),
+            &Namespace {
+                metadata: ObjectMeta {
+                    name: Some(planted.clone()),
+                    labels: Some(
+                        [
+                            ("ctrlaudit.io/bench-run".to_string(), "p00000".to_string()),
+                            (
+                                "app.kubernetes.io/managed-by".to_string(),
+                                "kubectl-ctrlaudit".to_string(),
+                            ),
+                        ]
+                        .into(),
+                    ),
+                    ..ObjectMeta::default()
+                },
+                ..Namespace::default()
+            },
+        )
+        .await
+        .unwrap();
     const ARGS: &str = "--variants good,bad-annotation-loop --objects 300 --duration 10s --probe 2s --finalize-namespaces";
     for (at, signal) in [
         ("probing the API server", Signal::Int),
@@ -515,6 +542,14 @@ async fn interrupted_at_any_phase_it_leaves_nothing_or_says_how_to_remove_it() {
     let out = bench_off_thread(kubeconfig, &["--cleanup", &run_id, "--finalize-namespaces"]).await;
     assert_success(&out);
     assert!(run_namespaces(&env.client, &run_id).await.is_empty());
+    let still = namespaces.get_opt(&planted).await.unwrap();
+    assert!(
+        still.is_some_and(|n| n.metadata.deletion_timestamp.is_none()),
+        "{planted} was touched"
+    );
+    common::delete_namespace(&env.client, &planted)
+        .await
+        .unwrap();
 }
 
 /// kube-apiserver killed in the middle of a run (a private control plane, without the Widget CRD, so that the
