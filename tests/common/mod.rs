@@ -134,33 +134,36 @@ async fn connect(dir: &Path, name: &str) -> Result<TestEnv> {
     })
 }
 
-/// Installs the Widget CRD once per test binary (tests run concurrently) and waits until it is served.
-pub(crate) async fn install_widget_crd(client: &Client) -> Result<()> {
+/// Installs the Widget CRD on the shared testenv once per test binary (tests run concurrently).
+async fn install_widget_crd(client: &Client) -> Result<()> {
     static INSTALLED: OnceCell<()> = OnceCell::const_new();
     INSTALLED
-        .get_or_try_init(|| async {
-            let text = std::fs::read_to_string(WIDGET_CRD)
-                .with_context(|| format!("reading {WIDGET_CRD}"))?;
-            let crd: CustomResourceDefinition =
-                yaml_serde::from_str(&text).context("parsing the Widget CRD")?;
-            let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-            // Server-side apply is idempotent, so other test binaries (or a rerun) applying it again is fine.
-            crds.patch(
-                WIDGET_CRD_NAME,
-                &PatchParams::apply("ctrlaudit-testenv").force(),
-                &Patch::Apply(&crd),
-            )
-            .await
-            .context("applying the Widget CRD")?;
-            let established =
-                await_condition(crds, WIDGET_CRD_NAME, conditions::is_crd_established());
-            tokio::time::timeout(Duration::from_secs(30), established)
-                .await
-                .context("the Widget CRD did not become Established within 30s")?
-                .context("watching the Widget CRD")?;
-            Ok::<(), anyhow::Error>(())
-        })
+        .get_or_try_init(|| apply_widget_crd(client))
         .await?;
+    Ok(())
+}
+
+/// Applies the Widget CRD to the cluster of `client` and waits until it is Established (no once-per-process
+/// guard: a private control plane needs its own).
+pub(crate) async fn apply_widget_crd(client: &Client) -> Result<()> {
+    let text =
+        std::fs::read_to_string(WIDGET_CRD).with_context(|| format!("reading {WIDGET_CRD}"))?;
+    let crd: CustomResourceDefinition =
+        yaml_serde::from_str(&text).context("parsing the Widget CRD")?;
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    // Server-side apply is idempotent, so other test binaries (or a rerun) applying it again is fine.
+    crds.patch(
+        WIDGET_CRD_NAME,
+        &PatchParams::apply("ctrlaudit-testenv").force(),
+        &Patch::Apply(&crd),
+    )
+    .await
+    .context("applying the Widget CRD")?;
+    let established = await_condition(crds, WIDGET_CRD_NAME, conditions::is_crd_established());
+    tokio::time::timeout(Duration::from_secs(30), established)
+        .await
+        .context("the Widget CRD did not become Established within 30s")?
+        .context("watching the Widget CRD")?;
     Ok(())
 }
 

@@ -26,15 +26,15 @@ impl Plane {
     /// Starts one (the binaries come from the testenv cache, which test.sh fills) and installs the Widget CRD.
     pub async fn start(name: &str) -> Plane {
         let plane = Self::start_without_crd(name).await;
-        super::install_widget_crd(&plane.client).await.unwrap();
+        super::apply_widget_crd(&plane.client).await.unwrap();
         // Established is not yet served: a fresh API server answers 404 on the new type for a moment.
         let widgets: kube::Api<ctrlaudit::bench::widget::Widget> =
             kube::Api::all(plane.client.clone());
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-        while widgets.list(&Default::default()).await.is_err() {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+        while let Err(e) = widgets.list(&Default::default()).await {
             assert!(
                 tokio::time::Instant::now() < deadline,
-                "{name}: the Widget type is not served"
+                "{name}: the Widget type is not served: {e}"
             );
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
