@@ -227,6 +227,12 @@ impl BenchReport {
                 d.line(Tone::Alert, format!("cleanup: {e}"));
             }
         }
+        self.push_outcome(&mut d);
+        d
+    }
+
+    /// The report's last lines: whether the run is incomplete, and the command that removes what is left.
+    pub fn push_outcome(&self, d: &mut Document) {
         if !self.complete {
             d.line(
                 Tone::Alert,
@@ -239,7 +245,6 @@ impl BenchReport {
         if let Some(cmd) = &self.cleanup_command {
             d.line(Tone::Command, format!("to remove what is left: {cmd}"));
         }
-        d
     }
 
     fn variants_table(&self) -> comfy_table::Table {

@@ -102,8 +102,9 @@ fn cost_line(tour: &Tour) -> Option<String> {
     ))
 }
 
-/// The demo's layout: the setting, live's findings, the side-by-side table, the cost.
-fn document(tour: &Tour) -> Document {
+/// The demo's layout: the setting, live's findings, the side-by-side table, the cost, and with `outcome` the
+/// bench's last lines (demo.html has them from the bench report it appends).
+fn document(tour: &Tour, outcome: bool) -> Document {
     let b = &tour.bench;
     let mut d = Document::new(format!(
         "kubectl ctrlaudit demo — rule {} on {}",
@@ -133,24 +134,15 @@ fn document(tour: &Tour) -> Document {
     for n in &tour.notes {
         d.line(Tone::Note, format!("note: {}: {}", n.subject, n.message));
     }
-    if !b.complete {
-        d.line(
-            Tone::Alert,
-            format!(
-                "INCOMPLETE: {}",
-                b.incomplete_reason.as_deref().unwrap_or("stopped early")
-            ),
-        );
-    }
-    if let Some(cmd) = &b.cleanup_command {
-        d.line(Tone::Command, format!("to remove what is left: {cmd}"));
+    if outcome {
+        b.push_outcome(&mut d);
     }
     d
 }
 
 /// The terminal output: the document, each finding on its own lines, and where the page is.
 pub fn render(tour: &Tour) -> String {
-    let mut out = document(tour).text();
+    let mut out = document(tour, true).text();
     if !tour.findings.is_empty() {
         out.push_str("\nwhat live found:\n");
         for f in &tour.findings {
@@ -173,7 +165,7 @@ pub fn render(tour: &Tour) -> String {
 
 /// demo.html: the demo's document, then the bench's own report with its chart, then every finding and the rule.
 pub fn html(tour: &Tour, chart_svg: Option<&str>) -> String {
-    let mut d = document(tour);
+    let mut d = document(tour, false);
     d.blocks.extend(tour.bench.document(chart_svg).blocks);
     let rules: Vec<&'static crate::rules::Rule> =
         crate::rules::find(super::RULE).into_iter().collect();
@@ -276,5 +268,17 @@ mod tests {
         assert!(text.contains("90× the writes"), "{text}");
         let html = html(&t, Some("<svg></svg>"));
         assert!(html.contains("<svg></svg>") && html.contains("doc-CA202"));
+    }
+
+    #[test]
+    fn an_incomplete_run_says_so_once_with_its_cleanup_command() {
+        let mut t = tour(vec![]);
+        t.bench.complete = false;
+        t.bench.incomplete_reason = Some("interrupted".into());
+        t.bench.cleanup_command = Some("kubectl ctrlaudit bench --cleanup abc123".into());
+        for page in [render(&t), html(&t, None)] {
+            assert_eq!(page.matches("INCOMPLETE: interrupted").count(), 1, "{page}");
+            assert_eq!(page.matches("--cleanup abc123").count(), 1, "{page}");
+        }
     }
 }
