@@ -351,6 +351,15 @@ async fn live_names_the_annotation_loop() {
         assert!(named, "{code} does not name {manager_name}:\n{report}");
     }
     assert!(!c.contains("CA101") && !c.contains("CA102"), "{report}");
+    // testenv's API server has WatchList: the list is streamed in the watch, no LIST request at all.
+    assert!(
+        !o.snapshot
+            .requests
+            .contains_key("list widgets.bench.ctrlaudit.io")
+            && o.snapshot.requests.get("watch widgets.bench.ctrlaudit.io") >= Some(&1),
+        "{:?}",
+        o.snapshot.requests
+    );
     record_fixture("annotation-loop", &o, &env.namespace);
     audit_names(
         &env,
@@ -893,4 +902,72 @@ async fn live_rides_out_an_api_server_restart() {
         "seen {seen} writes, {made} were made:\n{report}"
     );
     assert!(seen > made / 2, "seen {seen} of {made} writes:\n{report}");
+}
+
+/// An API server without WatchList (before 1.27, or with the gate off) refuses the streaming list: live falls
+/// back on LIST then WATCH, sees every object and every write, and says nothing went wrong.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs testenv: ./test.sh runs it"]
+async fn live_falls_back_on_paged_lists_without_watchlist() {
+    let plane = common::plane::Plane::start_with_flags(
+        "live-no-watchlist",
+        &["--feature-gates=WatchList=false"],
+    )
+    .await;
+    let ns = common::create_namespace(&plane.client, "live-no-watchlist")
+        .await
+        .unwrap();
+    let ns = ns.as_str();
+    create_widgets(&plane.client, ns, OBJECTS).await;
+
+    let kubeconfig = plane.kubeconfig.display().to_string();
+    let mut argv = vec!["kubectl-ctrlaudit", "live", "-n", ns, "--duration", "8s"];
+    argv.extend(["--kubeconfig", &kubeconfig]);
+    let cli = Cli::try_parse_from(argv).unwrap();
+    let Command::Live(a) = cli.command else {
+        panic!("not live")
+    };
+    let g = cli.global.cluster;
+    let client = plane.client.clone();
+    let owned_ns = ns.to_string();
+    let live = tokio::spawn(async move {
+        let cfg = Config::default();
+        let policy = Policy::new(&cfg, &a.policy).unwrap();
+        live::observe(Some((client, owned_ns)), &g, false, &a, &cfg, &policy).await
+    });
+    // Writes once the watch runs (the objects are listed first; a write before that is not a write seen).
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let api = Api::<Widget>::namespaced(plane.client.clone(), ns);
+    let pp = PatchParams::apply("toucher").force();
+    for i in 0..OBJECTS {
+        let patch = json!({
+            "apiVersion": "bench.ctrlaudit.io/v1alpha1", "kind": "Widget",
+            "metadata": {"annotations": {"example.com/touched": "once"}}
+        });
+        api.patch(&format!("w-{i}"), &pp, &Patch::Apply(&patch))
+            .await
+            .unwrap();
+    }
+    let o = live.await.unwrap().unwrap();
+    let report = show(&o);
+    let requests = &o.snapshot.requests;
+    assert!(
+        requests.get("list widgets.bench.ctrlaudit.io") >= Some(&1),
+        "no LIST after the refused streaming list: {requests:?}\n{report}"
+    );
+    assert_eq!(o.snapshot.objects.len(), OBJECTS, "{report}");
+    let seen: u64 = o
+        .snapshot
+        .objects
+        .iter()
+        .map(|r| u64::from(r.writes.total))
+        .sum();
+    assert_eq!(seen, OBJECTS as u64, "{report}");
+    assert!(
+        !o.snapshot
+            .notes
+            .iter()
+            .any(|n| n.subject.starts_with("watch ")),
+        "a note on the watch:\n{report}"
+    );
 }

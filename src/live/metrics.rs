@@ -32,6 +32,39 @@ const APISERVER_FAMILIES: &[&str] = &[
 /// snapshots small.
 const APISERVER_DROPPED_LABELS: &[&str] = &["component", "dry_run", "version", "scope"];
 
+fn stem(name: &str) -> &str {
+    ["_bucket", "_sum", "_count"]
+        .iter()
+        .find_map(|s| name.strip_suffix(s))
+        .unwrap_or(name)
+}
+
+/// The line (a sample or its `# HELP`/`# TYPE`) belongs to one of `families`, a histogram's
+/// `_bucket`/`_sum`/`_count` series counting as its family.
+fn in_families(line: &str, families: &[&str]) -> bool {
+    let l = line.trim_start();
+    let name = match l.strip_prefix('#') {
+        Some(c) => c.split_whitespace().nth(1).unwrap_or(""),
+        None => l.split(['{', ' ', '\t']).next().unwrap_or(""),
+    };
+    !name.is_empty() && families.iter().any(|f| stem(f) == stem(name))
+}
+
+/// A line of the API server's `/metrics` that [`parse`] reads: the collector keeps only these.
+pub fn apiserver_line_wanted(line: &str) -> bool {
+    in_families(line, APISERVER_FAMILIES)
+}
+
+/// The lines of `text` that belong to one of `families`.
+fn only_families(text: &str, families: &[&str]) -> String {
+    let mut out = String::new();
+    for line in text.lines().filter(|l| in_families(l, families)) {
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
 /// Parses one scrape taken at `t_ms`.
 pub fn parse(
     text: &str,
@@ -49,6 +82,17 @@ pub fn parse(
     if text.trim().is_empty() {
         return Err(ParseError::Empty);
     }
+    // The API server exposes thousands of series, of which a few families are read: parse only their lines (a
+    // real cluster's /metrics parsed whole costs megabytes). A text without any of them is parsed whole, so that
+    // garbage is still told from a server that lacks the families.
+    let kept;
+    let text = match kind {
+        SourceKind::Apiserver => {
+            kept = only_families(text, APISERVER_FAMILIES);
+            if kept.is_empty() { text } else { kept.as_str() }
+        }
+        SourceKind::Controller => text,
+    };
     let lines = text.lines().map(|l| Ok(l.to_string()));
     let parsed = prometheus_parse::Scrape::parse(lines).map_err(|_| ParseError::Garbage {
         lines: sample_lines,
@@ -170,6 +214,43 @@ pub fn parse(
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn apiserver_text_is_cut_to_the_read_families_before_parsing() {
+        let text = "# HELP apiserver_request_total Counter of requests.\n\
+            # TYPE apiserver_request_total counter\n\
+            apiserver_request_total{verb=\"LIST\",resource=\"widgets\",code=\"200\"} 3\n\
+            # TYPE apiserver_request_duration_seconds histogram\n\
+            apiserver_request_duration_seconds_bucket{verb=\"LIST\",le=\"+Inf\"} 3\n\
+            apiserver_request_duration_seconds_sum{verb=\"LIST\"} 0.3\n\
+            apiserver_request_duration_seconds_count{verb=\"LIST\"} 3\n\
+            # TYPE go_goroutines gauge\n\
+            go_goroutines 120\n\
+            apiserver_request_total_other 1\n";
+        let kept = only_families(text, APISERVER_FAMILIES);
+        assert!(kept.contains("# TYPE apiserver_request_total counter"));
+        assert!(kept.contains("apiserver_request_duration_seconds_count{"));
+        assert!(kept.contains("apiserver_request_duration_seconds_bucket{"));
+        assert!(!kept.contains("go_goroutines"), "{kept}");
+        assert!(!kept.contains("_other"), "{kept}");
+        let s = parse(text, 5, SourceKind::Apiserver, &MetricNames::default()).unwrap();
+        let names: BTreeSet<&str> = s.samples.iter().map(|x| x.name.as_str()).collect();
+        assert!(names.contains("apiserver_request_total"), "{names:?}");
+        assert!(
+            names.contains("apiserver_request_duration_seconds_sum"),
+            "{names:?}"
+        );
+        // A page of garbage is still garbage, not an empty scrape.
+        assert!(
+            parse(
+                "<html>hi</html>\n",
+                5,
+                SourceKind::Apiserver,
+                &MetricNames::default()
+            )
+            .is_err()
+        );
+    }
 
     #[test]
     fn controller_families_and_cardinality() {

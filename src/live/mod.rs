@@ -214,12 +214,33 @@ pub fn run(g: &ClusterArgs, out: &OutputArgs, all_namespaces: bool, a: &LiveArgs
         observe(client, g, all_namespaces, a, &cfg, &policy).await
     })?;
     let Observed { snapshot, findings } = observed;
-    let stats = stats(&snapshot);
+    let mut stats = stats(&snapshot);
+    if a.replay.is_none()
+        && let Some(kib) = peak_rss_kib()
+    {
+        // What watching cost this process, beside the requests: the figure a reader of a large cluster asks for.
+        stats.push((
+            "peak memory".to_string(),
+            format!("{:.1} MiB", kib as f64 / 1024.0),
+        ));
+    }
     out.emit("live", &findings, &snapshot.notes, &stats, &files)?;
     if !snapshot.has_evidence() {
         return Ok(Status::NoEvidence);
     }
     Ok(out.status(&findings))
+}
+
+/// This process's peak resident set in KiB (Linux: `VmHWM`), if the system says.
+fn peak_rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 /// The stats line: what was watched and what it cost.

@@ -6,6 +6,7 @@
 use crate::report::Note;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// Version of the snapshot file format; bumped when a field changes meaning.
 pub const FORMAT_VERSION: u32 = 1;
@@ -112,10 +113,12 @@ impl ResourceType {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ObjectRecord {
-    pub group: String,
-    pub kind: String,
-    pub plural: String,
-    pub namespace: Option<String>,
+    // Shared, not owned: every object of a type carries the same three, and at 100,000 objects three owned
+    // strings each would be a third of the snapshot.
+    pub group: Arc<str>,
+    pub kind: Arc<str>,
+    pub plural: Arc<str>,
+    pub namespace: Option<Arc<str>>,
     pub name: String,
     pub created_ms: Option<i64>,
     /// When the watch first saw it (the window start for objects that existed before).
@@ -155,11 +158,11 @@ pub struct ReadyCondition {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ManagerEntry {
-    pub manager: String,
+    pub manager: Arc<str>,
     /// `Update` or `Apply`.
-    pub operation: String,
+    pub operation: Arc<str>,
     /// `""` (main resource) or `status`.
-    pub subresource: String,
+    pub subresource: Arc<str>,
     pub time_ms: Option<i64>,
     pub owns_spec: bool,
     pub owns_status: bool,

@@ -84,10 +84,24 @@ const F_STATUS: u8 = 2;
 const F_ANN: u8 = 4;
 const F_LABELS: u8 = 8;
 
-/// The digest of one object: about 300–600 bytes with a handful of managers and annotations.
+/// What the window's writes added to one object; only objects written during the window carry it, so an idle
+/// object costs nothing here.
+#[derive(Debug, Clone, Default)]
+struct Activity {
+    writes: WriteCounts,
+    churn: Vec<Churn>,
+    writers: Vec<(Arc<str>, bool, u32)>,
+    history: VecDeque<Hist>,
+}
+
+/// The digest of one object: about 200 bytes in the map plus its managedFields entries; a written object also
+/// has an [`Activity`].
 #[derive(Debug, Clone)]
 struct Tracked {
-    rv: Box<str>,
+    /// The resourceVersion, hashed: only compared for equality, and as text it would cost an allocation.
+    rv: u64,
+    /// The (re-)list that last listed it (see [`TypeTracker::epoch`]).
+    epoch: u32,
     created_ms: Option<i64>,
     first_seen_ms: i64,
     deleted: bool,
@@ -101,10 +115,7 @@ struct Tracked {
     annotations: Box<[(Arc<str>, u64)]>,
     status: Box<[(Arc<str>, u64)]>,
     managers: Box<[Manager]>,
-    writes: WriteCounts,
-    churn: Vec<Churn>,
-    writers: Vec<(Arc<str>, bool, u32)>,
-    history: VecDeque<Hist>,
+    activity: Option<Box<Activity>>,
 }
 
 /// Everything the watch of one resource type has seen.
@@ -117,8 +128,11 @@ pub struct TypeTracker {
     strings: Interner,
     /// The first list is complete: later objects are creations, later changes are writes.
     listed: bool,
-    /// Keys seen during the current (re-)list.
-    relisting: Option<HashSet<Key>>,
+    /// Numbers the (re-)lists: an object the current one did not list was deleted meanwhile. (A set of the
+    /// listed keys would double the memory of a large list while it runs.)
+    epoch: u32,
+    /// A (re-)list is running.
+    relisting: bool,
     /// Lists after the first one.
     pub relists: u32,
     /// Events handled.
@@ -134,7 +148,8 @@ impl TypeTracker {
             objects: HashMap::new(),
             strings: Interner::default(),
             listed: false,
-            relisting: None,
+            epoch: 0,
+            relisting: false,
             relists: 0,
             events: 0,
         }
@@ -156,7 +171,7 @@ impl TypeTracker {
         let slot = size_of::<Key>() + size_of::<Tracked>() + 1;
         let mut total = self.objects.capacity() * slot;
         for ((_, name), o) in &self.objects {
-            total += name.len() + o.rv.len();
+            total += name.len();
             total += o.annotations.len() * size_of::<(Arc<str>, u64)>();
             total += o.status.len() * size_of::<(Arc<str>, u64)>();
             total += o.managers.len() * size_of::<Manager>();
@@ -165,9 +180,12 @@ impl TypeTracker {
                 .iter()
                 .map(|m| m.annotations.len() * size_of::<Arc<str>>())
                 .sum::<usize>();
-            total += o.churn.capacity() * size_of::<Churn>();
-            total += o.writers.capacity() * size_of::<(Arc<str>, bool, u32)>();
-            total += o.history.capacity() * size_of::<Hist>();
+            if let Some(a) = &o.activity {
+                total += size_of::<Activity>();
+                total += a.churn.capacity() * size_of::<Churn>();
+                total += a.writers.capacity() * size_of::<(Arc<str>, bool, u32)>();
+                total += a.history.capacity() * size_of::<Hist>();
+            }
         }
         // Interned strings: two counters and the text, once for all objects.
         total += self.strings.0.iter().map(|s| s.len() + 16).sum::<usize>();
@@ -178,7 +196,8 @@ impl TypeTracker {
     pub fn writes(&self) -> u64 {
         self.objects
             .values()
-            .map(|o| u64::from(o.writes.total))
+            .filter_map(|o| o.activity.as_ref())
+            .map(|a| u64::from(a.writes.total))
             .sum()
     }
 
@@ -190,26 +209,23 @@ impl TypeTracker {
                 if self.listed {
                     self.relists += 1;
                 }
-                self.relisting = Some(HashSet::new());
+                self.epoch += 1;
+                self.relisting = true;
             }
             WatchEvent::InitApply(obj) => {
                 let key = self.key(obj);
-                if let Some(seen) = self.relisting.as_mut() {
-                    seen.insert(key.clone());
-                }
                 self.apply(t_ms, key, obj);
             }
             WatchEvent::InitDone => {
-                if let Some(seen) = self.relisting.take()
-                    && self.listed
-                {
+                if self.relisting && self.listed {
                     // Deleted while the watch was down.
-                    for (k, o) in self.objects.iter_mut() {
-                        if !seen.contains(k) {
+                    for o in self.objects.values_mut() {
+                        if o.epoch != self.epoch {
                             o.deleted = true;
                         }
                     }
                 }
+                self.relisting = false;
                 self.listed = true;
             }
             WatchEvent::Apply(obj) => {
@@ -236,14 +252,17 @@ impl TypeTracker {
     }
 
     fn apply(&mut self, t_ms: i64, key: Key, obj: &DynamicObject) {
-        let digest = digest(&mut self.strings, obj, t_ms);
+        let rv = hash_str(obj.metadata.resource_version.as_deref().unwrap_or(""));
         let listed = self.listed;
+        let epoch = self.epoch;
         match self.objects.get_mut(&key) {
             None => {
+                let digest = digest(&mut self.strings, obj, t_ms, rv, epoch);
                 self.objects.insert(key, digest);
             }
-            Some(old) if old.rv == digest.rv && !old.deleted => {}
+            Some(old) if old.rv == rv && !old.deleted => old.epoch = epoch,
             Some(old) => {
+                let digest = digest(&mut self.strings, obj, t_ms, rv, epoch);
                 if listed {
                     record_write(&mut self.strings, old, digest, t_ms, obj);
                 } else {
@@ -255,83 +274,127 @@ impl TypeTracker {
 
     /// The records of every object, sorted by namespace and name.
     pub fn records(&self) -> Vec<ObjectRecord> {
+        let shared = Shared::new(self);
         let mut out: Vec<ObjectRecord> = self
             .objects
             .iter()
-            .map(|((ns, name), o)| ObjectRecord {
-                group: self.group.clone(),
-                kind: self.kind.clone(),
-                plural: self.plural.clone(),
-                namespace: ns.as_deref().map(str::to_string),
-                name: name.to_string(),
-                created_ms: o.created_ms,
-                first_seen_ms: o.first_seen_ms,
-                deleted: o.deleted,
-                generation: o.generation,
-                observed_generation: o.observed_generation,
-                has_status: o.has_status,
-                ready: o.ready.as_ref().map(|(s, since)| ReadyCondition {
-                    status: s.to_string(),
-                    since_ms: *since,
-                }),
-                generation_changed_ms: o.generation_changed_ms,
-                managers: o
-                    .managers
-                    .iter()
-                    .map(|m| ManagerEntry {
-                        manager: m.manager.to_string(),
-                        operation: m.operation.to_string(),
-                        subresource: if m.status {
-                            "status".into()
-                        } else {
-                            String::new()
-                        },
-                        time_ms: m.time_ms,
-                        owns_spec: m.owns_spec,
-                        owns_status: m.owns_status,
-                        annotations: m.annotations.iter().map(|a| a.to_string()).collect(),
-                    })
-                    .collect(),
-                writes: o.writes,
-                churn: o
-                    .churn
-                    .iter()
-                    .map(|c| FieldChurn {
-                        field: c.field.to_string(),
-                        changes: c.changes,
-                        volatile_changes: c.volatile,
-                        manager: c.manager.as_deref().map(str::to_string),
-                    })
-                    .collect(),
-                writers: o
-                    .writers
-                    .iter()
-                    .map(|(m, status, n)| WriterCount {
-                        manager: m.to_string(),
-                        subresource: if *status {
-                            "status".into()
-                        } else {
-                            String::new()
-                        },
-                        writes: *n,
-                    })
-                    .collect(),
-                history: o
-                    .history
-                    .iter()
-                    .map(|h| WriteEvent {
-                        t_ms: h.t_ms,
-                        spec: h.flags & F_SPEC != 0,
-                        status: h.flags & F_STATUS != 0,
-                        annotations: h.flags & F_ANN != 0,
-                        labels: h.flags & F_LABELS != 0,
-                        manager: h.manager.as_deref().map(str::to_string),
-                    })
-                    .collect(),
-            })
+            .map(|(key, o)| shared.record(key, o))
             .collect();
         out.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
         out
+    }
+
+    /// [`Self::records`], freeing each digest as its record is made, so that the two are never all in memory at
+    /// once (at 100,000 objects that is the difference between the digests plus the records and the larger).
+    pub fn into_records(mut self) -> Vec<ObjectRecord> {
+        let shared = Shared::new(&self);
+        let objects = std::mem::take(&mut self.objects);
+        let mut out = Vec::with_capacity(objects.len());
+        for (key, o) in objects {
+            out.push(shared.record(&key, &o));
+        }
+        out.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+        out
+    }
+}
+
+/// The strings every record of one type shares.
+struct Shared {
+    group: Arc<str>,
+    kind: Arc<str>,
+    plural: Arc<str>,
+    main: Arc<str>,
+    status: Arc<str>,
+}
+
+impl Shared {
+    fn new(t: &TypeTracker) -> Self {
+        Self {
+            group: t.group.as_str().into(),
+            kind: t.kind.as_str().into(),
+            plural: t.plural.as_str().into(),
+            main: "".into(),
+            status: "status".into(),
+        }
+    }
+
+    fn subresource(&self, status: bool) -> Arc<str> {
+        if status {
+            self.status.clone()
+        } else {
+            self.main.clone()
+        }
+    }
+
+    fn record(&self, (ns, name): &Key, o: &Tracked) -> ObjectRecord {
+        let activity = o.activity.as_deref();
+        ObjectRecord {
+            group: self.group.clone(),
+            kind: self.kind.clone(),
+            plural: self.plural.clone(),
+            namespace: ns.clone(),
+            name: name.to_string(),
+            created_ms: o.created_ms,
+            first_seen_ms: o.first_seen_ms,
+            deleted: o.deleted,
+            generation: o.generation,
+            observed_generation: o.observed_generation,
+            has_status: o.has_status,
+            ready: o.ready.as_ref().map(|(s, since)| ReadyCondition {
+                status: s.to_string(),
+                since_ms: *since,
+            }),
+            generation_changed_ms: o.generation_changed_ms,
+            managers: o
+                .managers
+                .iter()
+                .map(|m| ManagerEntry {
+                    manager: m.manager.clone(),
+                    operation: m.operation.clone(),
+                    subresource: self.subresource(m.status),
+                    time_ms: m.time_ms,
+                    owns_spec: m.owns_spec,
+                    owns_status: m.owns_status,
+                    annotations: m.annotations.iter().map(|a| a.to_string()).collect(),
+                })
+                .collect(),
+            writes: activity.map(|a| a.writes).unwrap_or_default(),
+            churn: activity
+                .into_iter()
+                .flat_map(|a| &a.churn)
+                .map(|c| FieldChurn {
+                    field: c.field.to_string(),
+                    changes: c.changes,
+                    volatile_changes: c.volatile,
+                    manager: c.manager.as_deref().map(str::to_string),
+                })
+                .collect(),
+            writers: activity
+                .into_iter()
+                .flat_map(|a| &a.writers)
+                .map(|(m, status, n)| WriterCount {
+                    manager: m.to_string(),
+                    subresource: if *status {
+                        "status".into()
+                    } else {
+                        String::new()
+                    },
+                    writes: *n,
+                })
+                .collect(),
+            history: activity
+                .into_iter()
+                .flat_map(|a| &a.history)
+                .map(|h| WriteEvent {
+                    t_ms: h.t_ms,
+                    spec: h.flags & F_SPEC != 0,
+                    status: h.flags & F_STATUS != 0,
+                    annotations: h.flags & F_ANN != 0,
+                    labels: h.flags & F_LABELS != 0,
+                    manager: h.manager.as_deref().map(str::to_string),
+                })
+                .collect(),
+        }
     }
 }
 
@@ -409,7 +472,7 @@ fn status_leaves(strings: &mut Interner, status: &Value, out: &mut Vec<(Arc<str>
     out.extend(raw.into_iter().map(|(k, h)| (strings.get(&k), h)));
 }
 
-fn digest(strings: &mut Interner, obj: &DynamicObject, t_ms: i64) -> Tracked {
+fn digest(strings: &mut Interner, obj: &DynamicObject, t_ms: i64, rv: u64, epoch: u32) -> Tracked {
     let meta = &obj.metadata;
     let status = obj.data.get("status").unwrap_or(&Value::Null);
     let has_status = status.as_object().is_some_and(|o| !o.is_empty());
@@ -486,7 +549,8 @@ fn digest(strings: &mut Interner, obj: &DynamicObject, t_ms: i64) -> Tracked {
         .max()
         .or(created_ms);
     Tracked {
-        rv: meta.resource_version.as_deref().unwrap_or("").into(),
+        rv,
+        epoch,
         created_ms,
         first_seen_ms: t_ms,
         deleted: false,
@@ -500,10 +564,7 @@ fn digest(strings: &mut Interner, obj: &DynamicObject, t_ms: i64) -> Tracked {
         annotations: annotations.into(),
         status: leaves.into(),
         managers: managers.into(),
-        writes: WriteCounts::default(),
-        churn: Vec::new(),
-        writers: Vec::new(),
-        history: VecDeque::new(),
+        activity: None,
     }
 }
 
@@ -628,14 +689,15 @@ fn record_write(
         None if writers.len() < MAX_CHURN => writers.push((m.clone(), status, 1)),
         None => {}
     };
+    let mut activity = old.activity.take().unwrap_or_default();
     let main_change = spec || labels || !ann_keys.is_empty();
     if main_change && let Some(m) = &main_writer {
-        bump(&mut old.writers, m, false);
+        bump(&mut activity.writers, m, false);
     }
     if flags & F_STATUS != 0
         && let Some(m) = &status_writer
     {
-        bump(&mut old.writers, m, true);
+        bump(&mut activity.writers, m, true);
     }
 
     if !spec {
@@ -658,16 +720,16 @@ fn record_write(
             .collect::<Vec<_>>();
         for (field, value, manager) in fields {
             let volatile = value.as_deref().is_some_and(looks_volatile);
-            match old.churn.iter().position(|c| c.field == field) {
+            match activity.churn.iter().position(|c| c.field == field) {
                 Some(i) => {
-                    let c = &mut old.churn[i];
+                    let c = &mut activity.churn[i];
                     c.changes += 1;
                     c.volatile += u32::from(volatile);
                     if manager.is_some() {
                         c.manager = manager;
                     }
                 }
-                None if old.churn.len() < MAX_CHURN => old.churn.push(Churn {
+                None if activity.churn.len() < MAX_CHURN => activity.churn.push(Churn {
                     field,
                     changes: 1,
                     volatile: u32::from(volatile),
@@ -678,7 +740,7 @@ fn record_write(
         }
     }
 
-    let mut writes = old.writes;
+    let writes = &mut activity.writes;
     writes.total += 1;
     writes.spec += u32::from(spec);
     writes.status += u32::from(flags & F_STATUS != 0);
@@ -687,10 +749,10 @@ fn record_write(
     writes.no_spec_change += u32::from(!spec);
     writes.main += u32::from(main_change);
 
-    if old.history.len() == HISTORY {
-        old.history.pop_front();
+    if activity.history.len() == HISTORY {
+        activity.history.pop_front();
     }
-    old.history.push_back(Hist {
+    activity.history.push_back(Hist {
         t_ms,
         flags,
         manager: main_writer.or(status_writer),
@@ -703,17 +765,11 @@ fn record_write(
     };
     let first_seen_ms = old.first_seen_ms;
     let created_ms = old.created_ms.or(new.created_ms);
-    let churn = std::mem::take(&mut old.churn);
-    let writers = std::mem::take(&mut old.writers);
-    let history = std::mem::take(&mut old.history);
     *old = Tracked {
         first_seen_ms,
         created_ms,
         generation_changed_ms,
-        writes,
-        churn,
-        writers,
-        history,
+        activity: Some(activity),
         ..new
     };
 }

@@ -25,7 +25,12 @@ pub struct Plane {
 impl Plane {
     /// Starts one (the binaries come from the testenv cache, which test.sh fills) and installs the Widget CRD.
     pub async fn start(name: &str) -> Plane {
-        let plane = Self::start_without_crd(name).await;
+        Self::start_with_flags(name, &[]).await
+    }
+
+    /// [`Self::start`] with extra kube-apiserver flags (`--feature-gates=…`).
+    pub async fn start_with_flags(name: &str, apiserver_flags: &[&str]) -> Plane {
+        let plane = Self::boot(name, apiserver_flags).await;
         super::apply_widget_crd(&plane.client).await.unwrap();
         // Established is not yet served: a fresh API server answers 404 on the new type for a moment.
         let widgets: kube::Api<ctrlaudit::bench::widget::Widget> =
@@ -43,6 +48,10 @@ impl Plane {
 
     /// Starts one with no custom resource type installed.
     pub async fn start_without_crd(name: &str) -> Plane {
+        Self::boot(name, &[]).await
+    }
+
+    async fn boot(name: &str, apiserver_flags: &[&str]) -> Plane {
         let dir =
             std::env::temp_dir().join(format!("ctrlaudit-plane-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -51,6 +60,7 @@ impl Plane {
             .arg(testenv_script("start.sh"))
             .arg("--state-dir")
             .arg(&dir)
+            .args(apiserver_flags.iter().flat_map(|f| ["--apiserver-flag", f]))
             .output()
             .unwrap();
         assert!(

@@ -294,11 +294,13 @@ async fn observe(
         match handle.await {
             Ok(outcome) => {
                 rt.relists = outcome.tracker.relists;
-                // The watcher lists in pages of 500 (kube-rs default): one request per page.
-                let pages = (outcome.tracker.len() as u64).div_ceil(500).max(1);
-                *requests
-                    .entry(format!("list {}", rt.qualified()))
-                    .or_default() += outcome.lists * pages;
+                // A streamed list is the watch request itself; a LIST is paged by 500 (kube-rs default).
+                if !outcome.streaming {
+                    let pages = (outcome.tracker.len() as u64).div_ceil(500).max(1);
+                    *requests
+                        .entry(format!("list {}", rt.qualified()))
+                        .or_default() += outcome.lists * pages;
+                }
                 *requests
                     .entry(format!("watch {}", rt.qualified()))
                     .or_default() += outcome.lists;
@@ -311,7 +313,7 @@ async fn observe(
                         rt.watched = false;
                     }
                 }
-                objects.extend(outcome.tracker.records());
+                objects.extend(outcome.tracker.into_records());
             }
             Err(e) if e.is_cancelled() => rt.watched = false,
             Err(e) => {

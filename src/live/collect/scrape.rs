@@ -8,7 +8,7 @@ use crate::fetch::FetchError;
 use crate::live::metrics;
 use crate::live::snapshot::{MetricSource, Scrape, SourceKind};
 use crate::report::Note;
-use futures::AsyncReadExt;
+use futures::{AsyncBufReadExt, AsyncReadExt};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Client;
 use kube::api::{Api, ListParams};
@@ -43,6 +43,7 @@ pub async fn apiserver(client: &Client, cfg: &Config) -> Result<Scrape, ScrapeEr
         APISERVER_MAX_BYTES,
         APISERVER_TIMEOUT,
         "get on nonResourceURL /metrics",
+        &metrics::apiserver_line_wanted,
     )
     .await?;
     Ok(metrics::parse(
@@ -53,29 +54,49 @@ pub async fn apiserver(client: &Client, cfg: &Config) -> Result<Scrape, ScrapeEr
     )?)
 }
 
-/// GET through the client, reading at most `max` bytes within `timeout`.
+/// The first bytes of a body are kept whole, whatever `keep` says, so that a body that is not metrics at all is
+/// still recognised as such.
+const HEAD_BYTES: usize = 64 << 10;
+
+/// GET through the client, reading at most `max` bytes within `timeout`, keeping the head and the lines `keep`
+/// wants: the API server's metrics are megabytes of which a few families are read.
 async fn bounded_text(
     client: &Client,
     request: http::Request<Vec<u8>>,
     max: u64,
     timeout: Duration,
     needs: &str,
+    keep: &(dyn Fn(&str) -> bool + Sync),
 ) -> Result<String, FetchError> {
     let fetch = async {
         let body = client
             .request_stream(request)
             .await
             .map_err(|e| FetchError::Request(explain(&e, needs)))?;
-        let mut buf = Vec::new();
         futures::pin_mut!(body);
-        body.take(max + 1)
-            .read_to_end(&mut buf)
-            .await
-            .map_err(|e| FetchError::Request(format!("reading the body: {e}")))?;
-        if buf.len() as u64 > max {
-            return Err(FetchError::TooLarge(max));
+        let mut reader = body.take(max + 1);
+        let (mut out, mut line, mut total) = (String::new(), String::new(), 0usize);
+        loop {
+            line.clear();
+            let n = reader.read_line(&mut line).await.map_err(|e| {
+                if e.kind() == std::io::ErrorKind::InvalidData {
+                    FetchError::NotText
+                } else {
+                    FetchError::Request(format!("reading the body: {e}"))
+                }
+            })?;
+            if n == 0 {
+                break;
+            }
+            total += n;
+            if total as u64 > max {
+                return Err(FetchError::TooLarge(max));
+            }
+            if total <= HEAD_BYTES || keep(&line) {
+                out.push_str(&line);
+            }
         }
-        String::from_utf8(buf).map_err(|_| FetchError::NotText)
+        Ok(out)
     };
     tokio::time::timeout(timeout, fetch)
         .await
@@ -244,6 +265,7 @@ async fn scrape_once(
                 CONTROLLER_MAX_BYTES,
                 CONTROLLER_TIMEOUT,
                 "get on pods/proxy",
+                &|_| true,
             )
             .await?
         }

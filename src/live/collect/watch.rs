@@ -1,4 +1,5 @@
-//! One list+watch per resource type (kube-rs `watcher`, with backoff), fed into a [`TypeTracker`].
+//! One watch per resource type (kube-rs `watcher`, with backoff), fed into a [`TypeTracker`]: a streaming list
+//! (WatchList) where the API server has it, else LIST then WATCH.
 
 use super::{Progress, now_ms};
 use crate::live::snapshot::ResourceType;
@@ -24,6 +25,9 @@ pub struct WatchOutcome {
     pub gaps: Vec<(i64, i64)>,
     /// The error that stopped the watch, or the last one it recovered from.
     pub error: Option<String>,
+    /// The lists were streamed in the watch (WatchList: one request each, whatever the object count) rather
+    /// than paged LISTs.
+    pub streaming: bool,
 }
 
 /// Retries after 250 ms, doubling to at most 2 s, reset by every event. kube-rs's default (up to 30 s, reset only
@@ -80,8 +84,20 @@ pub async fn watch_type(
     let mut error = None;
     let mut gaps = Vec::new();
     let mut down_since = None;
-    let stream = watcher(api, watcher::Config::default()).backoff(WindowBackoff::default());
-    futures::pin_mut!(stream);
+    // A streamed list costs one request and holds one object at a time, where a LIST costs a request per 500
+    // objects and holds a page; API servers without WatchList (before 1.27, or with the gate off) refuse it.
+    let open = |streaming: bool| {
+        let config = if streaming {
+            watcher::Config::default().streaming_lists()
+        } else {
+            watcher::Config::default()
+        };
+        watcher(api.clone(), config)
+            .backoff(WindowBackoff::default())
+            .boxed()
+    };
+    let mut streaming = true;
+    let mut stream = open(streaming);
     let sleep = tokio::time::sleep_until(deadline);
     tokio::pin!(sleep);
     let mut counted_objects = 0usize;
@@ -114,6 +130,12 @@ pub async fn watch_type(
             }
             Ok(watcher::Event::Apply(o)) => tracker.handle(t, WatchEvent::Apply(&o)),
             Ok(watcher::Event::Delete(o)) => tracker.handle(t, WatchEvent::Delete(&o)),
+            Err(e) if streaming && listed == 0 && refuses_streaming(&e) => {
+                streaming = false;
+                lists = lists.saturating_sub(1);
+                stream = open(streaming);
+                continue;
+            }
             Err(e) => {
                 let (forbidden, msg) = describe(&e, &rt);
                 error = Some(msg);
@@ -153,7 +175,20 @@ pub async fn watch_type(
         lists,
         listed,
         error,
+        streaming,
     }
+}
+
+/// The API server rejected the streaming list's parameters (`sendInitialEvents`, `resourceVersionMatch` on a
+/// watch): it has no WatchList.
+fn refuses_streaming(e: &watcher::Error) -> bool {
+    let status = match e {
+        watcher::Error::WatchStartFailed(kube::Error::Api(s))
+        | watcher::Error::WatchFailed(kube::Error::Api(s)) => s,
+        watcher::Error::WatchError(s) => s,
+        _ => return false,
+    };
+    matches!(status.code, 400 | 422)
 }
 
 fn describe(e: &watcher::Error, rt: &ResourceType) -> (bool, String) {

@@ -41,7 +41,7 @@ pub fn detect(s: &Snapshot, _cfg: &Config) -> Vec<Finding> {
         let status_writers = objs
             .iter()
             .flat_map(|o| &o.managers)
-            .filter(|m| m.subresource == "status")
+            .filter(|m| &*m.subresource == "status")
             .count();
         if with_status > 0 || status_writers > 0 {
             continue;
@@ -57,9 +57,9 @@ pub fn detect(s: &Snapshot, _cfg: &Config) -> Vec<Finding> {
                 let observed = o
                     .writers
                     .iter()
-                    .any(|w| w.manager == m.manager && w.subresource.is_empty() && w.writes > 0);
+                    .any(|w| *w.manager == *m.manager && w.subresource.is_empty() && w.writes > 0);
                 if later || observed {
-                    *writers.entry(m.manager.as_str()).or_default() += 1;
+                    *writers.entry(&*m.manager).or_default() += 1;
                 }
             }
         }
@@ -67,8 +67,8 @@ pub fn detect(s: &Snapshot, _cfg: &Config) -> Vec<Finding> {
         let (main_writes, status_writes) = apiserver(s).map_or((0.0, 0.0), |src| {
             let writes = |sub: &'static str| {
                 src.delta("apiserver_request_total", |x| {
-                    x.label("group") == group
-                        && x.label("resource") == plural
+                    x.label("group") == &*group
+                        && x.label("resource") == &*plural
                         && x.label("subresource") == sub
                         && matches!(x.label("verb"), "PUT" | "PATCH" | "APPLY")
                         && x.label("code").starts_with('2')
@@ -82,12 +82,16 @@ pub fn detect(s: &Snapshot, _cfg: &Config) -> Vec<Finding> {
         let seen: f64 = s
             .objects
             .iter()
-            .filter(|o| o.group == group && o.plural == plural)
+            .filter(|o| *o.group == *group && *o.plural == *plural)
             .map(|o| f64::from(o.writes.main))
             .sum();
         let unseen = (main_writes - seen).max(0.0);
         let metrics_say_so = unseen > 0.0 && unseen * 2.0 >= main_writes && status_writes == 0.0;
-        let audit = dropped.remove(&(group.clone(), plural.clone(), ns.clone()));
+        let audit = dropped.remove(&(
+            group.to_string(),
+            plural.to_string(),
+            ns.as_deref().map(str::to_string),
+        ));
         // Managers that wrote the main resource only name the subject: writing metadata while nobody writes
         // status is not by itself a sign that status was sent.
         if !metrics_say_so && audit.is_none() {

@@ -50,9 +50,9 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
         let max = behind[0].2;
         let subject = if behind.len() == 1 {
             Subject::Object {
-                group: group.clone(),
-                kind: kind.clone(),
-                namespace: ns.clone(),
+                group: group.to_string(),
+                kind: kind.to_string(),
+                namespace: ns.as_deref().map(str::to_string),
                 name: behind[0].0.name.clone(),
             }
         } else {

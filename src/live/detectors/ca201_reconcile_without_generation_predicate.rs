@@ -49,8 +49,8 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
             let status_writers: Vec<&str> = o
                 .managers
                 .iter()
-                .filter(|m| m.subresource == "status")
-                .map(|m| m.manager.as_str())
+                .filter(|m| &*m.subresource == "status")
+                .map(|m| &*m.manager)
                 .chain(
                     o.writers
                         .iter()

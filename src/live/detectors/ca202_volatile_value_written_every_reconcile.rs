@@ -75,9 +75,9 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
                 continue;
             }
             let audit_match = audit.remove(&(
-                group.clone(),
-                plural.clone(),
-                ns.clone(),
+                group.to_string(),
+                plural.to_string(),
+                ns.as_deref().map(str::to_string),
                 field.clone(),
                 manager.clone(),
             ));

@@ -17,6 +17,7 @@ use crate::config::Config;
 use crate::finding::{Evidence, Finding, Lens, Subject, sort_findings};
 use crate::live::snapshot::{Identity, MetricSource, ObjectRecord, Snapshot, SourceKind};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// A detector: snapshot and configuration in, findings out.
 pub type Detector = fn(&Snapshot, &Config) -> Vec<Finding>;
@@ -168,7 +169,7 @@ pub(crate) fn kind_of(s: &Snapshot, group: &str, plural: &str) -> String {
 }
 
 /// Live objects (not deleted) grouped by resource type and namespace: (group, kind, plural, namespace).
-pub(crate) type TypeKey = (String, String, String, Option<String>);
+pub(crate) type TypeKey = (Arc<str>, Arc<str>, Arc<str>, Option<Arc<str>>);
 
 pub(crate) fn objects_by_type(s: &Snapshot) -> BTreeMap<TypeKey, Vec<&ObjectRecord>> {
     let mut m: BTreeMap<TypeKey, Vec<&ObjectRecord>> = BTreeMap::new();
