@@ -273,6 +273,18 @@ pub fn stats(s: &Snapshot) -> Vec<(String, String)> {
     if let Some(a) = &s.audit {
         v.push(("audit requests".to_string(), a.requests.to_string()));
     }
+    if let Some(ms) = s
+        .resources
+        .iter()
+        .filter(|r| r.watched)
+        .filter_map(|r| r.listed_after_ms)
+        .max()
+    {
+        v.push((
+            "listed in".to_string(),
+            format!("{:.1}s", ms as f64 / 1000.0),
+        ));
+    }
     let own: u64 = s.requests.values().sum();
     if own > 0 {
         v.push(("API requests by this tool".to_string(), own.to_string()));

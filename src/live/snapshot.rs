@@ -96,6 +96,8 @@ pub struct ResourceType {
     pub watched: bool,
     /// Times the watch had to list again (after a 410 Gone or a dropped connection).
     pub relists: u32,
+    /// How long the first list took, from the start of the window: before it completes nothing can be judged.
+    pub listed_after_ms: Option<i64>,
 }
 
 impl ResourceType {

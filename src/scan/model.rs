@@ -14,8 +14,8 @@ pub struct FileModel {
     pub controllers: Vec<ControllerModel>,
     /// CA205 candidates: watcher streams consumed outside a Controller without a backoff.
     pub unbacked_watchers: Vec<Site>,
-    /// CA402 candidates: unbounded label values.
-    pub metric_labels: Vec<Site>,
+    /// Values handed to metric labels.
+    pub metric_label_values: Vec<LabelValue>,
     /// CA203 candidates: `loop { api read; sleep }`.
     pub poll_loops: Vec<Site>,
 }
@@ -26,6 +26,18 @@ pub struct Site {
     pub span: Span,
     pub what: String,
     /// Name of the function the site is in.
+    pub in_fn: String,
+}
+
+/// A value handed to a metric label (`with_label_values(&[..])`, a label set, `counter!("x", "k" => v)`).
+#[derive(Debug, Clone)]
+pub struct LabelValue {
+    pub span: Span,
+    /// The value's expression, compacted: `obj.name_any()`.
+    pub text: String,
+    /// When the value is a binding, its initialiser's text: `let n = obj.name_any();` gives `obj.name_any()`.
+    pub bound_to: Option<String>,
+    /// Name of the function the value is in.
     pub in_fn: String,
 }
 

@@ -84,6 +84,7 @@ pub async fn custom_resources(
                             .is_some(),
                         watched: false,
                         relists: 0,
+                        listed_after_ms: None,
                     })
                 })
                 .collect();
@@ -121,6 +122,7 @@ pub async fn custom_resources(
                                     .any(|(s, _)| s.plural == "status"),
                                 watched: false,
                                 relists: 0,
+                                listed_after_ms: None,
                             });
                         }
                     }

@@ -294,6 +294,7 @@ async fn observe(
         match handle.await {
             Ok(outcome) => {
                 rt.relists = outcome.tracker.relists;
+                rt.listed_after_ms = outcome.first_listed_ms.map(|t| (t - start).max(0));
                 // A streamed list is the watch request itself; a LIST is paged by 500 (kube-rs default).
                 if !outcome.streaming {
                     let pages = (outcome.tracker.len() as u64).div_ceil(500).max(1);

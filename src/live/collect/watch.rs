@@ -20,6 +20,8 @@ pub struct WatchOutcome {
     pub lists: u64,
     /// Lists that completed: 0 means the type was never seen (kube-rs announces a list before it is made).
     pub listed: u64,
+    /// When the first list completed, in ms since the epoch.
+    pub first_listed_ms: Option<i64>,
     /// When the watch was down: from its first error to the next event, in ms since the epoch (an outage
     /// that lasted to the deadline ends there).
     pub gaps: Vec<(i64, i64)>,
@@ -81,6 +83,7 @@ pub async fn watch_type(
     let mut tracker = TypeTracker::new(&rt.group, &rt.kind, &rt.plural);
     let mut lists = 0u64;
     let mut listed = 0u64;
+    let mut first_listed_ms = None;
     let mut error = None;
     let mut gaps = Vec::new();
     let mut down_since = None;
@@ -126,6 +129,7 @@ pub async fn watch_type(
             Ok(watcher::Event::InitApply(o)) => tracker.handle(t, WatchEvent::InitApply(&o)),
             Ok(watcher::Event::InitDone) => {
                 listed += 1;
+                first_listed_ms.get_or_insert(t);
                 tracker.handle(t, WatchEvent::InitDone);
             }
             Ok(watcher::Event::Apply(o)) => tracker.handle(t, WatchEvent::Apply(&o)),
@@ -174,6 +178,7 @@ pub async fn watch_type(
         tracker,
         lists,
         listed,
+        first_listed_ms,
         error,
         streaming,
     }

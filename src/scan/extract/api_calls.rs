@@ -1,0 +1,242 @@
+//! Calls of kube `Api` methods (and of configured wrappers): the receiver's kind, the verb and subresource, the
+//! body, and the context of the call (loop, retry, error path, conflict handling).
+
+use super::*;
+
+/// Code that recognises a 409 Conflict: `code == 409`, `is_conflict()`, `reason == "Conflict"`.
+pub(super) fn handles_conflict(code: &str) -> bool {
+    code.contains("409")
+        || code.contains("is_conflict")
+        || code.contains("\"Conflict\"")
+        || code.contains("CONFLICT")
+}
+/// Name prefixes of calls that change something: the kube write verbs and the helpers operators wrap them in
+/// (`ensure_secret`, `patch_phase`, `add_finalizer`, `scale_desired`).
+pub(super) const WRITE_LIKE_PREFIXES: &[&str] = &[
+    "patch", "apply", "create", "update", "ensure", "delete", "remove", "add_", "set_", "write",
+    "scale", "replace", "upsert",
+];
+pub(super) fn is_write_like(name: &str) -> bool {
+    WRITE_METHODS.contains(&name) || WRITE_LIKE_PREFIXES.iter().any(|p| name.starts_with(p))
+}
+
+impl<'ast> Extractor<'_, 'ast> {
+    pub(super) fn resolve_call_path(&self, p: &syn::Path) -> String {
+        self.imports.resolve(&path_segments(p))
+    }
+
+    /// Does this expression denote a kube `Api`? Returns its kind if known.
+    pub(super) fn api_receiver(&self, e: &Expr) -> Option<Option<String>> {
+        match e {
+            Expr::Path(p) if p.path.segments.len() == 1 => {
+                let v = self.var(&p.path.segments[0].ident.to_string())?;
+                v.is_api.then(|| v.kind.clone())
+            }
+            Expr::Field(f) => {
+                let name = match &f.member {
+                    syn::Member::Named(i) => i.to_string(),
+                    syn::Member::Unnamed(_) => return None,
+                };
+                self.api_fields.get(&name).map(|k| Some(k.clone()))
+            }
+            Expr::Reference(r) => self.api_receiver(&r.expr),
+            Expr::Paren(p) => self.api_receiver(&p.expr),
+            Expr::MethodCall(m) if m.method == "clone" || m.method == "as_ref" => {
+                self.api_receiver(&m.receiver)
+            }
+            Expr::Call(c) => self.api_constructor(c),
+            _ => None,
+        }
+    }
+
+    /// `Api::namespaced(..)`, `Api::<K>::all(..)`, `Api::default_namespaced(..)`.
+    pub(super) fn api_constructor(&self, c: &syn::ExprCall) -> Option<Option<String>> {
+        let Expr::Path(p) = &*c.func else {
+            return None;
+        };
+        let segs = &p.path.segments;
+        if segs.len() < 2 {
+            return None;
+        }
+        let api_seg = &segs[segs.len() - 2];
+        if api_seg.ident != "Api" {
+            return None;
+        }
+        let ctor = segs[segs.len() - 1].ident.to_string();
+        if !ctor.starts_with("namespaced")
+            && !ctor.starts_with("all")
+            && !ctor.starts_with("default_namespaced")
+        {
+            return None;
+        }
+        Some(first_type_argument_kind(&api_seg.arguments))
+    }
+
+    /// Is `p` the path of the kube function `name` (e.g. `watcher`)?
+    pub(super) fn is_kube_fn(&self, p: &syn::Path, names: &[&str]) -> bool {
+        let Some(last) = p.segments.last() else {
+            return false;
+        };
+        if !names.iter().any(|n| last.ident == n) {
+            return false;
+        }
+        let resolved = self.resolve_call_path(p);
+        if is_kube_path(&resolved) {
+            return true;
+        }
+        let first = p.segments[0].ident.to_string();
+        // A bare name or `watcher::watcher` with no explicit import may come in through a kube glob.
+        !self.imports.is_imported(&first)
+            && (p.segments.len() == 1 || first == "watcher" || first == "reflector")
+            && self.imports.glob_from(&["kube", "kube_runtime"])
+    }
+
+    pub(super) fn record_call_name(&mut self, p: &syn::Path) {
+        let segs = path_segments(p);
+        let Some(last) = segs.last().cloned() else {
+            return;
+        };
+        let resolved = self.imports.resolve(&segs);
+        let root = resolved.split("::").next().unwrap_or("");
+        let external = segs.len() > 1 && EXTERNAL_ROOTS.contains(&root) && root != "crate";
+        let is_type_ctor =
+            segs.len() == 1 && last.chars().next().is_some_and(|c| c.is_ascii_uppercase());
+        if !external
+            && !is_type_ctor
+            && let Some(f) = self.fns.last_mut()
+        {
+            f.model.calls.push(last);
+        }
+    }
+
+    pub(super) fn handle_api_call(&mut self, m: &syn::ExprMethodCall) {
+        let method = m.method.to_string();
+        if !WRITE_METHODS.contains(&method.as_str()) && !READ_METHODS.contains(&method.as_str()) {
+            return;
+        }
+        let args: Vec<&Expr> = m.args.iter().collect();
+        let args_text = compact(&m.args);
+        let mut kind_known = self.api_receiver(&m.receiver);
+        if method == "commit" {
+            let via_var = root_var(&m.receiver)
+                .and_then(|n| self.var(&n))
+                .and_then(|v| v.init.as_ref())
+                .is_some_and(|i| compact(i).contains(".entry("));
+            if !compact(&m.receiver).contains(".entry(") && !via_var {
+                return;
+            }
+            kind_known = Some(None);
+        }
+        let kind = match kind_known {
+            Some(k) => k,
+            None => {
+                // An unknown receiver still counts when the arguments are kube's parameter types.
+                let params = [
+                    "PatchParams",
+                    "PostParams",
+                    "DeleteParams",
+                    "ListParams",
+                    "Patch::",
+                ];
+                if !params.iter().any(|p| args_text.contains(p)) {
+                    return;
+                }
+                None
+            }
+        };
+        let object_kind = self.fns.last().and_then(|f| f.model.object_kind.clone());
+        // `let api = Api::namespaced(..)` without a type is inferred from use; in a reconcile
+        // the object written is, as a rule, the reconciled one.
+        let kind = kind.or(object_kind);
+        let mk = key(m.method.span());
+        let body_has_status = match method.as_str() {
+            "patch" | "replace" => args.get(2).is_some_and(|b| self.has_status(b, 0)),
+            _ => false,
+        };
+        let awaited = self.awaited.contains(&mk);
+        let scope = self.current_scope();
+        let call = ApiCall {
+            method: method.clone(),
+            span: start_end(self.path, m.method.span(), m.span()),
+            kind,
+            body_has_status,
+            awaited_in_iteration: awaited && matches!(scope, Some(Scope::For | Scope::While)),
+            in_retry: matches!(scope, Some(Scope::Loop | Scope::While)) || self.retry_closure > 0,
+            propagated: self.propagated.contains(&mk),
+            on_error: self.error_path > 0,
+            after_change_on_branch: self.after_change_on_branch(),
+            text: format!("{}.{}", compact(&m.receiver), method),
+        };
+        let is_body_write = matches!(
+            method.as_str(),
+            "patch" | "replace" | "patch_status" | "replace_status" | "patch_metadata"
+        );
+        if is_body_write && self.guards == 0 {
+            let body: Vec<&Expr> = args.iter().skip(1).copied().collect();
+            if let Some((span, source, key)) = self.find_volatile(&body)
+                && let Some(f) = self.fns.last_mut()
+            {
+                f.model.volatile_writes.push(VolatileWrite {
+                    span,
+                    source,
+                    write: call.clone(),
+                    key,
+                });
+            } else if let Some(index) =
+                self.param_in(body.last().map(std::slice::from_ref).unwrap_or(&[]))
+                && let Some(f) = self.fns.last_mut()
+            {
+                f.model.param_writes.push((index, call.clone()));
+            }
+        }
+        if let Some(f) = self.fns.last_mut() {
+            f.model.api_calls.push(call);
+        }
+    }
+
+    /// A write-like call in the innermost block: what follows in it comes after a change.
+    pub(super) fn mark_write(&mut self) {
+        if let Some(b) = self.block_writes.last_mut() {
+            *b = true;
+        }
+    }
+
+    /// A call of a wrapper named in `[aliases]` counts as the kube call it wraps.
+    pub(super) fn handle_alias_call(&mut self, c: &syn::ExprCall, resolved: &str, last: &str) {
+        let method = self
+            .aliases
+            .get(resolved)
+            .or_else(|| self.aliases.get(last))
+            .or_else(|| {
+                self.aliases
+                    .iter()
+                    .find(|(k, _)| k.rsplit("::").next() == Some(last))
+                    .map(|(_, v)| v)
+            });
+        let Some(method) = method.cloned() else {
+            return;
+        };
+        let args: Vec<&Expr> = c.args.iter().collect();
+        let body_has_status = matches!(method.as_str(), "patch" | "replace")
+            && args.last().is_some_and(|b| self.has_status(b, 0));
+        let kind = self.fns.last().and_then(|f| f.model.object_kind.clone());
+        let k = key(c.func.span());
+        let scope = self.current_scope();
+        let call = ApiCall {
+            method,
+            span: to_span(self.path, c.span()),
+            kind,
+            body_has_status,
+            awaited_in_iteration: self.awaited.contains(&k)
+                && matches!(scope, Some(Scope::For | Scope::While)),
+            in_retry: matches!(scope, Some(Scope::Loop | Scope::While)) || self.retry_closure > 0,
+            propagated: self.propagated.contains(&k),
+            on_error: self.error_path > 0,
+            after_change_on_branch: self.after_change_on_branch(),
+            text: compact(&c.func),
+        };
+        if let Some(f) = self.fns.last_mut() {
+            f.model.api_calls.push(call);
+        }
+    }
+}

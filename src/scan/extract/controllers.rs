@@ -1,0 +1,363 @@
+//! `Controller` builder chains across bindings and helper functions, their `.run(..)`, concurrency and
+//! predicates; watcher streams consumed outside a Controller; per-namespace builders.
+
+use super::*;
+
+pub(super) enum ControllerRoot {
+    New {
+        span: proc_macro2::Span,
+        kind: Option<String>,
+        has_predicate: bool,
+        hides_finalizers: bool,
+        config: ConcurrencyConfig,
+    },
+    Var(usize),
+}
+pub(super) fn has_backoff(stmt: &str) -> bool {
+    stmt.contains("backoff(") || stmt.contains("StreamBackoff") || stmt.contains("default_backoff")
+}
+pub(super) fn hands_to_controller(stmt: &str) -> bool {
+    stmt.contains("for_stream")
+        || stmt.contains("owns_stream")
+        || stmt.contains("watches_stream")
+        || stmt.contains("Controller::")
+}
+pub(super) fn consumes(stmt: &str, name: Option<&str>) -> bool {
+    let consumers = [
+        ".for_each(",
+        ".try_for_each(",
+        ".next()",
+        ".try_next()",
+        ".for_each_concurrent(",
+        ".collect::<",
+        "spawn(",
+    ];
+    match name {
+        None => consumers.iter().any(|c| stmt.contains(c)),
+        Some(n) => {
+            consumers.iter().any(|c| stmt.contains(&format!("{n}{c}")))
+                || stmt.contains(&format!("spawn({n}"))
+                || stmt.contains(&format!("pin_mut!({n})")) && stmt.contains("next()")
+        }
+    }
+}
+/// Byte offsets of `Api::namespaced(`/`Api::<K>::namespaced_with(` calls in compact text.
+pub(super) fn namespaced_api_calls(body: &str) -> Vec<usize> {
+    body.match_indices("::namespaced")
+        .filter(|(i, _)| {
+            let start = i.saturating_sub(48);
+            body.get(start..*i)
+                .is_some_and(|before| before.contains("Api"))
+        })
+        .map(|(i, _)| i)
+        .collect()
+}
+/// The span of a `Controller::new(`/`Controller::for_stream(`/`watcher(` call in a block.
+pub(super) fn find_controller_build(b: &syn::Block) -> Option<proc_macro2::Span> {
+    struct F(Option<proc_macro2::Span>);
+    impl<'ast> Visit<'ast> for F {
+        fn visit_expr_call(&mut self, c: &'ast syn::ExprCall) {
+            if self.0.is_none()
+                && let Expr::Path(p) = &*c.func
+            {
+                let t = compact(&p.path);
+                if t.ends_with("Controller::new")
+                    || t.contains("Controller::for_stream")
+                    || t.ends_with("watcher")
+                {
+                    self.0 = Some(c.span());
+                }
+            }
+            visit::visit_expr_call(self, c);
+        }
+    }
+    let mut f = F(None);
+    f.visit_block(b);
+    f.0
+}
+/// Marks a function that builds a Controller/watcher from `Api::namespaced(_, param)`.
+pub fn mark_namespaced_builders(model: &mut FileModel, file: &syn::File, path: &str) {
+    struct V<'m> {
+        model: &'m mut FileModel,
+        path: String,
+    }
+    impl<'ast> Visit<'ast> for V<'_> {
+        fn visit_item_fn(&mut self, f: &'ast syn::ItemFn) {
+            let body = compact(&f.block);
+            let calls = namespaced_api_calls(&body);
+            if !calls.is_empty() {
+                let params: Vec<String> = f
+                    .sig
+                    .inputs
+                    .iter()
+                    .filter_map(|i| match i {
+                        FnArg::Typed(t) => pat_ident(&t.pat),
+                        FnArg::Receiver(_) => None,
+                    })
+                    .collect();
+                let ns_from_param = params.iter().any(|p| {
+                    calls.iter().any(|i| {
+                        let tail: String = body[*i..].chars().take(160).collect();
+                        let args = tail.split(')').next().unwrap_or("");
+                        contains_ident(args, p)
+                    })
+                });
+                if ns_from_param && let Some(span) = find_controller_build(&f.block) {
+                    let name = f.sig.ident.to_string();
+                    let span = to_span(&self.path, span);
+                    if let Some(m) = self.model.fns.iter_mut().find(|m| m.name == name) {
+                        m.builds_namespaced_controller = Some(Site {
+                            span,
+                            what: "Controller".into(),
+                            in_fn: name,
+                        });
+                    }
+                }
+            }
+            visit::visit_item_fn(self, f);
+        }
+    }
+    let mut v = V {
+        model,
+        path: path.to_string(),
+    };
+    v.visit_file(file);
+}
+
+impl<'ast> Extractor<'_, 'ast> {
+    /// Flattens `a.b().c()` into its root and the method calls from the root outwards.
+    pub(super) fn chain<'e>(e: &'e Expr, out: &mut Vec<&'e syn::ExprMethodCall>) -> &'e Expr {
+        match e {
+            Expr::MethodCall(m) => {
+                let root = Self::chain(&m.receiver, out);
+                out.push(m);
+                root
+            }
+            Expr::Await(a) => Self::chain(&a.base, out),
+            Expr::Try(t) => Self::chain(&t.expr, out),
+            Expr::Paren(p) => Self::chain(&p.expr, out),
+            other => other,
+        }
+    }
+
+    pub(super) fn controller_root(&self, root: &Expr) -> Option<ControllerRoot> {
+        match root {
+            Expr::Call(c) => {
+                let Expr::Path(p) = &*c.func else { return None };
+                let segs = &p.path.segments;
+                // A crate function that builds and returns the Controller: `controller(api, cfg).run(..)`.
+                if let Some(last) = segs.last()
+                    && let Some((has_predicate, configured)) =
+                        self.controller_builders.get(&last.ident.to_string())
+                {
+                    return Some(ControllerRoot::New {
+                        span: c.span(),
+                        kind: None,
+                        has_predicate: *has_predicate,
+                        hides_finalizers: false,
+                        config: if *configured {
+                            ConcurrencyConfig::Unknown
+                        } else {
+                            ConcurrencyConfig::Absent
+                        },
+                    });
+                }
+                if segs.len() < 2 {
+                    return None;
+                }
+                let ty = &segs[segs.len() - 2];
+                let ctor = segs[segs.len() - 1].ident.to_string();
+                let resolved = self.imports.resolve(&[ty.ident.to_string()]);
+                if ty.ident != "Controller" && !resolved.ends_with("::Controller") {
+                    return None;
+                }
+                if !matches!(
+                    ctor.as_str(),
+                    "new"
+                        | "new_with"
+                        | "for_stream"
+                        | "for_stream_with"
+                        | "for_shared_stream"
+                        | "for_shared_stream_with"
+                ) {
+                    return None;
+                }
+                let turbofish = first_type_argument_kind(&ty.arguments);
+                let first = c.args.first();
+                let mut kind = turbofish;
+                let mut has_predicate = false;
+                let mut hides_finalizers = false;
+                if let Some(a) = first {
+                    if kind.is_none() {
+                        kind = self.api_receiver(a).flatten();
+                    }
+                    let mut text = compact(a);
+                    if let Some(v) = root_var(a).and_then(|n| self.var(&n))
+                        && let Some(init) = &v.init
+                    {
+                        text.push_str(&compact(init));
+                    }
+                    if ctor.starts_with("for_") {
+                        has_predicate =
+                            text.contains("predicate_filter") || text.contains(".predicate(");
+                        // A generation-only filter drops the update that adds a finalizer.
+                        hides_finalizers = has_predicate
+                            && text.contains("generation")
+                            && !text.contains("finalizers");
+                        if kind.is_none() {
+                            kind = self.kind_in_expr_vars(&text);
+                        }
+                    }
+                }
+                Some(ControllerRoot::New {
+                    span: c.span(),
+                    kind,
+                    has_predicate,
+                    hides_finalizers,
+                    config: ConcurrencyConfig::Absent,
+                })
+            }
+            Expr::Path(p) if p.path.segments.len() == 1 => {
+                let v = self.var(&p.path.segments[0].ident.to_string())?;
+                v.controller.map(ControllerRoot::Var)
+            }
+            _ => None,
+        }
+    }
+
+    pub(super) fn kind_in_expr_vars(&self, text: &str) -> Option<String> {
+        let f = self.fns.last()?;
+        f.vars.iter().find_map(|(name, v)| {
+            (v.is_api && v.kind.is_some() && contains_ident(text, name))
+                .then(|| v.kind.clone())
+                .flatten()
+        })
+    }
+
+    pub(super) fn concurrency_of(&self, arg: &Expr) -> ConcurrencyConfig {
+        let mut text = compact(arg);
+        if let Some(n) = root_var(arg)
+            && let Some(v) = self.var(&n)
+        {
+            match &v.init {
+                Some(i) => text = compact(i),
+                None => return ConcurrencyConfig::Unknown,
+            }
+        }
+        if let Some(i) = text.find(".concurrency(") {
+            let rest = &text[i + ".concurrency(".len()..];
+            let arg: String = rest.chars().take_while(|c| *c != ')').collect();
+            return match arg.trim_end_matches("u16").parse::<u64>() {
+                Ok(n) if n > 0 => ConcurrencyConfig::Limit(n),
+                Ok(_) => ConcurrencyConfig::Default,
+                Err(_) => ConcurrencyConfig::Unknown,
+            };
+        }
+        if text.contains("default()") || text.contains("Default::default") {
+            ConcurrencyConfig::Default
+        } else {
+            ConcurrencyConfig::Unknown
+        }
+    }
+
+    pub(super) fn handle_chain(&mut self, outer: &Expr) -> Option<usize> {
+        let mut calls = Vec::new();
+        let root = Self::chain(outer, &mut calls);
+        self.handle_chain_parts(root, calls)
+    }
+
+    /// Records a Controller builder chain: its root and the method calls from the root outwards.
+    pub(super) fn handle_chain_parts(
+        &mut self,
+        root: &Expr,
+        calls: Vec<&syn::ExprMethodCall>,
+    ) -> Option<usize> {
+        let croot = self.controller_root(root)?;
+        let idx = match croot {
+            ControllerRoot::New {
+                span,
+                kind,
+                has_predicate,
+                hides_finalizers,
+                config,
+            } => {
+                let k = key(span);
+                if !self.seen_chains.insert(k) {
+                    return None;
+                }
+                let in_fn = self.fn_name();
+                self.model.controllers.push(ControllerModel {
+                    span: self.span(span),
+                    in_fn,
+                    kind,
+                    has_predicate,
+                    hides_finalizers,
+                    config,
+                    run: None,
+                });
+                self.model.controllers.len() - 1
+            }
+            ControllerRoot::Var(i) => {
+                if let Some(first) = calls.first()
+                    && !self.seen_chains.insert(key(first.method.span()))
+                {
+                    return Some(i);
+                }
+                i
+            }
+        };
+        for m in calls {
+            let name = m.method.to_string();
+            match name.as_str() {
+                "with_config" => {
+                    if let Some(a) = m.args.first() {
+                        let c = self.concurrency_of(a);
+                        self.model.controllers[idx].config = c;
+                    }
+                }
+                "run" => {
+                    let fn_name = |e: Option<&Expr>| -> Option<String> {
+                        match e? {
+                            Expr::Path(p) => p.path.segments.last().map(|s| s.ident.to_string()),
+                            Expr::Closure(c) => first_called_name(&c.body),
+                            // `backoff_reconciler!(reconcile_kanidm)`: a wrapper macro around the reconcile.
+                            Expr::Macro(mac) => {
+                                mac.mac.tokens.clone().into_iter().find_map(|t| match t {
+                                    TokenTree::Ident(i) => Some(i.to_string()),
+                                    _ => None,
+                                })
+                            }
+                            _ => None,
+                        }
+                    };
+                    // An error_policy written inline as a closure is judged where it stands.
+                    let inline_policy = match m.args.iter().nth(1) {
+                        Some(Expr::Closure(c)) => {
+                            let exprs = match &*c.body {
+                                Expr::Block(b) => collect_returns(&b.block),
+                                other => vec![other.clone()],
+                            };
+                            match self.fns.last() {
+                                Some(f) => exprs.iter().map(|e| self.requeue_of(e, f)).collect(),
+                                None => Vec::new(),
+                            }
+                        }
+                        _ => Vec::new(),
+                    };
+                    let run = RunCall {
+                        span: start_end(self.path, m.method.span(), m.span()),
+                        reconcile: fn_name(m.args.first()),
+                        error_policy: match m.args.iter().nth(1) {
+                            Some(Expr::Closure(_)) => None,
+                            other => fn_name(other),
+                        },
+                        inline_policy,
+                    };
+                    self.model.controllers[idx].run = Some(run);
+                }
+                _ => {}
+            }
+        }
+        Some(idx)
+    }
+}

@@ -1,0 +1,427 @@
+//! Values and their flow within a file: volatile sources (`Utc::now()`, uuids), what a binding or parameter
+//! carries into a write body, and the pre-pass over functions that return such values.
+
+use super::*;
+
+/// Calls that produce a new value every time they run.
+pub(super) const VOLATILE: &[(&str, &str)] = &[
+    ("Utc", "now"),
+    ("Local", "now"),
+    ("Timestamp", "now"),
+    ("Zoned", "now"),
+    ("SystemTime", "now"),
+    ("OffsetDateTime", "now_utc"),
+    ("Uuid", "new_v4"),
+    ("Uuid", "now_v7"),
+    ("rand", "random"),
+    ("rand", "thread_rng"),
+];
+/// A condition that compares old with new, or checks presence: the shape of a write guard.
+pub(super) fn is_change_guard(cond: &str) -> bool {
+    [
+        "==",
+        "!=",
+        "is_none",
+        "is_some",
+        "contains_key",
+        "<",
+        ">",
+        "!",
+    ]
+    .iter()
+    .any(|t| cond.contains(t))
+        || [
+            "changed", "differ", "needs", "should", "stale", "outdated", "expired", "elapsed",
+        ]
+        .iter()
+        .any(|w| cond.to_ascii_lowercase().contains(w))
+}
+/// The first variable in a token stream that comes from a parameter (not a field or method name after a `.`).
+pub(super) fn param_in_tokens(ts: TokenStream, vars: &HashMap<String, Var>) -> Option<usize> {
+    let toks: Vec<TokenTree> = ts.into_iter().collect();
+    for (i, t) in toks.iter().enumerate() {
+        match t {
+            TokenTree::Group(g) => {
+                if let Some(p) = param_in_tokens(g.stream(), vars) {
+                    return Some(p);
+                }
+            }
+            TokenTree::Ident(id) => {
+                let after_dot = i > 0 && toks[i - 1].to_string() == ".";
+                if !after_dot && let Some(p) = vars.get(&id.to_string()).and_then(|v| v.from_param)
+                {
+                    return Some(p);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+/// Finds a volatile call in a token stream: its span, text and the JSON key it sits under.
+pub(super) fn volatile_in_tokens(
+    ts: TokenStream,
+    vars: &HashMap<String, Var>,
+    vfns: &HashMap<String, (Span, String)>,
+    key: &mut Option<String>,
+) -> Option<(proc_macro2::Span, String, Option<String>, Option<Span>)> {
+    let toks: Vec<TokenTree> = ts.into_iter().collect();
+    let mut last_str: Option<String> = None;
+    for (i, t) in toks.iter().enumerate() {
+        match t {
+            TokenTree::Literal(l) => {
+                let s = l.to_string();
+                if s.starts_with('"') && toks.get(i + 1).is_some_and(|n| n.to_string() == ":") {
+                    last_str = Some(s.trim_matches('"').to_string());
+                }
+            }
+            TokenTree::Group(g) => {
+                let mut k = last_str.clone().or_else(|| key.clone());
+                if let Some(hit) = volatile_in_tokens(g.stream(), vars, vfns, &mut k) {
+                    return Some(hit);
+                }
+            }
+            TokenTree::Ident(id) => {
+                let name = id.to_string();
+                // `Utc :: now`: ident, ':', ':', ident
+                if let (Some(TokenTree::Punct(p1)), Some(TokenTree::Ident(f))) =
+                    (toks.get(i + 1), toks.get(i + 3))
+                    && p1.as_char() == ':'
+                {
+                    let fname = f.to_string();
+                    if VOLATILE.iter().any(|(t, m)| *t == name && *m == fname) {
+                        // From `Utc` to the call's closing parenthesis, so the whole call is underlined.
+                        let whole = match toks.get(i + 4) {
+                            Some(TokenTree::Group(args)) => id.span().join(args.span()),
+                            _ => id.span().join(f.span()),
+                        };
+                        return Some((
+                            whole.unwrap_or_else(|| id.span()),
+                            format!("{name}::{fname}()"),
+                            last_str.clone().or_else(|| key.clone()),
+                            None,
+                        ));
+                    }
+                }
+                // A call of this file's function that returns a volatile value: `build_status(&obj)`.
+                if let (Some((span, src)), Some(TokenTree::Group(g))) =
+                    (vfns.get(&name), toks.get(i + 1))
+                    && g.delimiter() == proc_macro2::Delimiter::Parenthesis
+                {
+                    return Some((
+                        id.span(),
+                        format!("{src} (in {name})"),
+                        last_str.clone().or_else(|| key.clone()),
+                        Some(span.clone()),
+                    ));
+                }
+                let after_dot = i > 0 && toks[i - 1].to_string() == ".";
+                if !after_dot
+                    && let Some(v) = vars.get(&name)
+                    && let Some((span, src, k)) = &v.volatile
+                {
+                    return Some((
+                        id.span(),
+                        src.clone(),
+                        k.clone()
+                            .or_else(|| last_str.clone())
+                            .or_else(|| key.clone()),
+                        Some(span.clone()),
+                    ));
+                }
+            }
+            TokenTree::Punct(_) => {}
+        }
+    }
+    None
+}
+/// An `if` condition that says the branch runs because something was just written or changed: a write-like call
+/// in it (`if ensure_admin_secret(..).await? {`) or a flag named for it (`if require_status_update {`).
+pub(super) fn signals_change(cond: &Expr) -> bool {
+    let text = compact(cond).to_ascii_lowercase();
+    let flag = [
+        "changed",
+        "require_status_update",
+        "updated",
+        "modified",
+        "created",
+        "applied",
+    ]
+    .iter()
+    .any(|w| text.contains(w));
+    let calls = text
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '('))
+        .filter_map(|w| w.split_once('(').map(|(name, _)| name))
+        .any(|name| !name.is_empty() && is_write_like(name));
+    flag || calls
+}
+pub(super) fn macro_has_status_key(m: &syn::Macro) -> bool {
+    let last = last_ident(&m.path);
+    if last != "json" {
+        return false;
+    }
+    // The body is `{ "k": v, ... }`: look at the top level keys of the outermost object.
+    let toks: Vec<TokenTree> = m.tokens.clone().into_iter().collect();
+    let obj = match toks.as_slice() {
+        [TokenTree::Group(g)] if g.delimiter() == proc_macro2::Delimiter::Brace => g.stream(),
+        _ => return false,
+    };
+    let toks: Vec<TokenTree> = obj.into_iter().collect();
+    let mut at_key = true;
+    for (i, t) in toks.iter().enumerate() {
+        match t {
+            TokenTree::Punct(p) if p.as_char() == ',' => at_key = true,
+            TokenTree::Literal(l) if at_key => {
+                if l.to_string() == "\"status\""
+                    && toks.get(i + 1).is_some_and(|n| n.to_string() == ":")
+                {
+                    return true;
+                }
+                at_key = false;
+            }
+            _ => at_key = false,
+        }
+    }
+    false
+}
+/// Collects what needs the whole file before the main walk: consts, CRD types, `Api<K>` fields.
+pub(super) struct PrePass<'x, 'a, 'ast> {
+    pub(super) ex: &'x mut Extractor<'a, 'ast>,
+}
+impl PrePass<'_, '_, '_> {
+    /// Records `name` when its body calls a volatile source and it returns something that can carry the value
+    /// (not `()`, `bool`, an `Action` or a duration).
+    fn volatile_fn(&mut self, name: String, sig: &syn::Signature, block: &syn::Block) {
+        // Trait methods every type has: a call `x.default()` or `T::new()` says nothing about which one runs.
+        if matches!(
+            name.as_str(),
+            "default" | "new" | "from" | "into" | "clone" | "fmt"
+        ) {
+            return;
+        }
+        let ret = match &sig.output {
+            syn::ReturnType::Default => return,
+            syn::ReturnType::Type(_, t) => compact(t),
+        };
+        if ret == "bool"
+            || ["Action", "Duration", "Instant"]
+                .iter()
+                .any(|t| ret.contains(t))
+        {
+            return;
+        }
+        let mut v = UnconditionalVolatile {
+            branches: 0,
+            found: None,
+        };
+        v.visit_block(block);
+        if let Some((sp, src)) = v.found {
+            let span = self.ex.span(sp);
+            self.ex.volatile_fns.insert(name, (span, src));
+        }
+    }
+}
+/// The first volatile call of a function body that runs whatever the branch: one inside an `if` or `match` arm is
+/// how a value is kept unless something changed (a condition's transition time), so it does not count.
+pub(super) struct UnconditionalVolatile {
+    branches: usize,
+    found: Option<(proc_macro2::Span, String)>,
+}
+impl<'ast> Visit<'ast> for UnconditionalVolatile {
+    fn visit_expr_call(&mut self, c: &'ast syn::ExprCall) {
+        if self.found.is_none()
+            && self.branches == 0
+            && let Expr::Path(p) = &*c.func
+            && p.path.segments.len() >= 2
+        {
+            let n = p.path.segments.len();
+            let (ty, f) = (
+                p.path.segments[n - 2].ident.to_string(),
+                p.path.segments[n - 1].ident.to_string(),
+            );
+            if VOLATILE.iter().any(|(t, m)| *t == ty && *m == f) {
+                let span = c
+                    .func
+                    .span()
+                    .join(c.paren_token.span.close())
+                    .unwrap_or_else(|| c.func.span());
+                self.found = Some((span, format!("{ty}::{f}()")));
+            }
+        }
+        visit::visit_expr_call(self, c);
+    }
+
+    fn visit_expr_if(&mut self, i: &'ast syn::ExprIf) {
+        self.visit_expr(&i.cond);
+        self.branches += 1;
+        self.visit_block(&i.then_branch);
+        if let Some((_, e)) = &i.else_branch {
+            self.visit_expr(e);
+        }
+        self.branches -= 1;
+    }
+
+    fn visit_expr_match(&mut self, m: &'ast syn::ExprMatch) {
+        self.visit_expr(&m.expr);
+        self.branches += 1;
+        for arm in &m.arms {
+            self.visit_expr(&arm.body);
+        }
+        self.branches -= 1;
+    }
+
+    fn visit_item_fn(&mut self, _: &'ast syn::ItemFn) {}
+}
+impl<'ast> Visit<'ast> for PrePass<'_, '_, '_> {
+    fn visit_item_const(&mut self, c: &'ast syn::ItemConst) {
+        let v = number(&c.expr, &self.ex.consts)
+            .or_else(|| duration_secs(&c.expr, &self.ex.consts, &|_| None));
+        if let Some(v) = v {
+            self.ex.consts.insert(c.ident.to_string(), v);
+        }
+    }
+    fn visit_item_static(&mut self, c: &'ast syn::ItemStatic) {
+        if let Some(v) = duration_secs(&c.expr, &self.ex.consts, &|_| None) {
+            self.ex.consts.insert(c.ident.to_string(), v);
+        }
+    }
+    fn visit_item_struct(&mut self, s: &'ast syn::ItemStruct) {
+        for f in &s.fields {
+            if let (Some(name), Some(Some(kind))) = (&f.ident, api_kind_of_type(&f.ty)) {
+                self.ex.api_fields.insert(name.to_string(), kind);
+            }
+        }
+        let derives_cr = s
+            .attrs
+            .iter()
+            .any(|a| a.path().is_ident("derive") && compact(&a.meta).contains("CustomResource"));
+        if derives_cr {
+            let mut kind = None;
+            let mut has_status = false;
+            for a in s.attrs.iter().filter(|a| a.path().is_ident("kube")) {
+                let t = a.meta.to_token_stream().to_string();
+                if let Some(k) = attr_value(&t, "kind") {
+                    kind = Some(k);
+                }
+                if attr_value(&t, "status").is_some() {
+                    has_status = true;
+                }
+            }
+            if let Some(kind) = kind {
+                let span = self.ex.span(s.ident.span());
+                self.ex.model.crds.push(CrdDecl {
+                    kind,
+                    has_status,
+                    span,
+                });
+            }
+        }
+        visit::visit_item_struct(self, s);
+    }
+    fn visit_item_fn(&mut self, f: &'ast syn::ItemFn) {
+        if !is_test_code(&f.attrs) {
+            self.volatile_fn(f.sig.ident.to_string(), &f.sig, &f.block);
+        }
+        let ret = compact(&f.sig.output);
+        if ret.starts_with("->Controller<") || ret.contains("::Controller<") {
+            let body = compact(&f.block);
+            self.ex.controller_builders.insert(
+                f.sig.ident.to_string(),
+                (
+                    body.contains("predicate_filter"),
+                    body.contains(".with_config("),
+                ),
+            );
+        }
+    }
+    fn visit_impl_item_fn(&mut self, f: &'ast syn::ImplItemFn) {
+        self.volatile_fn(f.sig.ident.to_string(), &f.sig, &f.block);
+    }
+}
+
+impl<'ast> Extractor<'_, 'ast> {
+    pub(super) fn has_status(&self, e: &Expr, depth: usize) -> bool {
+        if depth > 4 {
+            return false;
+        }
+        match e {
+            Expr::Reference(r) => self.has_status(&r.expr, depth + 1),
+            Expr::Paren(p) => self.has_status(&p.expr, depth + 1),
+            Expr::Macro(m) => macro_has_status_key(&m.mac),
+            Expr::Call(c) => c.args.iter().any(|a| self.has_status(a, depth + 1)),
+            Expr::MethodCall(m) => self.has_status(&m.receiver, depth + 1),
+            Expr::Struct(s) => s.fields.iter().any(|f| {
+                matches!(&f.member, syn::Member::Named(i) if i == "status")
+                    && compact(&f.expr) != "None"
+            }),
+            Expr::Path(p) if p.path.segments.len() == 1 => {
+                let Some(v) = self.var(&p.path.segments[0].ident.to_string()) else {
+                    return false;
+                };
+                v.status_set
+                    || v.init
+                        .as_ref()
+                        .is_some_and(|i| self.has_status(i, depth + 1))
+            }
+            _ => false,
+        }
+    }
+
+    /// The parameter (by position) that one of `nodes` is built from, through `let` bindings.
+    pub(super) fn param_in(&self, nodes: &[&Expr]) -> Option<usize> {
+        let vars = &self.fns.last()?.vars;
+        nodes
+            .iter()
+            .find_map(|n| param_in_tokens(n.to_token_stream(), vars))
+    }
+
+    pub(super) fn find_volatile(&self, nodes: &[&Expr]) -> Option<(Span, String, Option<String>)> {
+        let vars = &self.fns.last()?.vars;
+        for n in nodes {
+            let mut key = None;
+            if let Some((sp, src, k, origin)) =
+                volatile_in_tokens(n.to_token_stream(), vars, &self.volatile_fns, &mut key)
+            {
+                let span = origin.unwrap_or_else(|| self.span(sp));
+                return Some((span, src, k));
+            }
+        }
+        None
+    }
+
+    /// Volatile values among a call's arguments, for the crate join to follow into the callee's writes. Not for
+    /// kube's own verbs (their bodies are judged where they stand), not behind a compare-before-write guard, and on
+    /// a branch only when a helper built the value (`build_status(..)`, which stamps it on every call).
+    pub(super) fn record_volatile_args<'e>(
+        &mut self,
+        callee: String,
+        args: impl Iterator<Item = &'e Expr>,
+    ) {
+        if self.guards > 0
+            || WRITE_METHODS.contains(&callee.as_str())
+            || READ_METHODS.contains(&callee.as_str())
+        {
+            return;
+        }
+        let branches = self.branches;
+        let found: Vec<VolatileArg> = args
+            .enumerate()
+            .filter_map(|(index, a)| {
+                let (span, source, key) = self.find_volatile(&[a])?;
+                if branches > 0 && !source.contains(" (in ") {
+                    return None;
+                }
+                Some(VolatileArg {
+                    callee: callee.clone(),
+                    index,
+                    span,
+                    source,
+                    key,
+                })
+            })
+            .collect();
+        if let Some(f) = self.fns.last_mut() {
+            f.model.volatile_args.extend(found);
+        }
+    }
+}

@@ -1,0 +1,286 @@
+//! Builds a [`FileModel`] from one parsed file: a single walk over the syntax tree that records
+//! functions, kube API calls, controller builder chains, requeues and the local data flow the
+//! detectors need (which variables hold an `Api<K>`, a timestamp, a body with `status`).
+
+use super::eval::{compact, duration_secs, number};
+use super::imports::{EXTERNAL_ROOTS, Imports, is_kube_path};
+use super::model::*;
+use crate::finding::Span;
+use proc_macro2::{TokenStream, TokenTree};
+use quote::ToTokens;
+use std::collections::{HashMap, HashSet};
+use syn::spanned::Spanned;
+use syn::visit::{self, Visit};
+use syn::{Expr, FnArg, Pat, Stmt, Type};
+
+mod api_calls;
+mod controllers;
+mod flow;
+mod loops;
+mod metric_labels;
+mod paths;
+mod syntax;
+mod walk;
+
+use api_calls::*;
+pub use controllers::mark_namespaced_builders;
+use controllers::*;
+use flow::*;
+use syntax::*;
+
+/// Converts a proc-macro2 span into a 1-based [`Span`].
+pub fn to_span(file: &str, s: proc_macro2::Span) -> Span {
+    let (a, b) = (s.start(), s.end());
+    Span {
+        file: file.to_string(),
+        line: a.line,
+        column: a.column + 1,
+        end_line: b.line,
+        end_column: b.column + 1,
+    }
+}
+fn start_end(file: &str, start: proc_macro2::Span, end: proc_macro2::Span) -> Span {
+    let mut s = to_span(file, start);
+    let e = to_span(file, end);
+    s.end_line = e.end_line;
+    s.end_column = e.end_column;
+    s
+}
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Scope {
+    For,
+    While,
+    Loop,
+    Closure,
+}
+#[derive(Debug, Default, Clone)]
+struct Var {
+    is_api: bool,
+    kind: Option<String>,
+    init: Option<Expr>,
+    /// Holds a volatile value: where it came from, its text, and the key it was stored under.
+    volatile: Option<(Span, String, Option<String>)>,
+    /// Derived from the function's parameter at this position (`self` not counted).
+    from_param: Option<usize>,
+    /// An object whose `status` was set.
+    status_set: bool,
+    /// Holds a Controller under construction (index into the file's controllers).
+    controller: Option<usize>,
+}
+#[derive(Debug, Default)]
+struct FnCtx {
+    model: FnModel,
+    vars: HashMap<String, Var>,
+    params: HashSet<String>,
+    watcher_candidates: Vec<(Span, Option<String>, String)>,
+}
+/// The walk over one file.
+#[derive(Debug)]
+pub struct Extractor<'a, 'ast> {
+    path: &'a str,
+    imports: &'a Imports,
+    aliases: &'a std::collections::BTreeMap<String, String>,
+    consts: HashMap<String, f64>,
+    /// Functions of this file that return a value built from a volatile call: name → (where, what).
+    volatile_fns: HashMap<String, (Span, String)>,
+    api_fields: HashMap<String, String>,
+    /// Functions of this file that return a `Controller<K>`: name → (has predicate, config set).
+    controller_builders: HashMap<String, (bool, bool)>,
+    pub model: FileModel,
+    fns: Vec<FnCtx>,
+    scopes: Vec<Scope>,
+    guards: usize,
+    branches: usize,
+    /// Depth of error paths around the node being visited (see `Requeue::on_error`).
+    error_path: usize,
+    /// Per enclosing block: has a write-like call been seen in it so far (see `Requeue::after_change`)?
+    block_writes: Vec<bool>,
+    /// Per enclosing `if`: was its branch taken because something was written or changed?
+    change_branches: Vec<bool>,
+    blocking_ok: usize,
+    retry_closure: usize,
+    propagated: HashSet<(usize, usize)>,
+    awaited: HashSet<(usize, usize)>,
+    seen_chains: HashSet<(usize, usize)>,
+    /// The statements being visited, innermost last: their text is rendered only for a watcher
+    /// candidate (CA205), not for every statement.
+    stmt_stack: Vec<&'ast Stmt>,
+}
+fn key(s: proc_macro2::Span) -> (usize, usize) {
+    let a = s.start();
+    (a.line, a.column)
+}
+/// The key under which a call's `?`/`.await` is remembered: where its method or function name starts.
+fn call_key(e: &Expr) -> Option<(usize, usize)> {
+    match e {
+        Expr::MethodCall(m) => Some(key(m.method.span())),
+        Expr::Call(c) => Some(key(c.func.span())),
+        _ => None,
+    }
+}
+
+impl<'a, 'ast> Extractor<'a, 'ast> {
+    pub fn new(
+        path: &'a str,
+        imports: &'a Imports,
+        aliases: &'a std::collections::BTreeMap<String, String>,
+    ) -> Self {
+        Self {
+            path,
+            imports,
+            aliases,
+            consts: HashMap::new(),
+            volatile_fns: HashMap::new(),
+            api_fields: HashMap::new(),
+            controller_builders: HashMap::new(),
+            model: FileModel {
+                path: path.to_string(),
+                ..Default::default()
+            },
+            fns: Vec::new(),
+            scopes: Vec::new(),
+            guards: 0,
+            branches: 0,
+            error_path: 0,
+            block_writes: Vec::new(),
+            change_branches: Vec::new(),
+            blocking_ok: 0,
+            retry_closure: 0,
+            propagated: HashSet::new(),
+            awaited: HashSet::new(),
+            seen_chains: HashSet::new(),
+            stmt_stack: Vec::new(),
+        }
+    }
+
+    /// Runs the pre-pass (consts, CRDs, `Api<K>` fields) and the main walk.
+    pub fn run(mut self, file: &'ast syn::File) -> FileModel {
+        let mut pre = PrePass { ex: &mut self };
+        pre.visit_file(file);
+        self.model.consts = self.consts.iter().map(|(k, v)| (k.clone(), *v)).collect();
+        self.visit_file(file);
+        self.model
+    }
+
+    fn span(&self, s: proc_macro2::Span) -> Span {
+        to_span(self.path, s)
+    }
+
+    fn fn_name(&self) -> String {
+        self.fns
+            .last()
+            .map(|f| f.model.name.clone())
+            .unwrap_or_else(|| "<top level>".into())
+    }
+
+    fn var(&self, name: &str) -> Option<&Var> {
+        self.fns.last()?.vars.get(name)
+    }
+
+    fn current_scope(&self) -> Option<Scope> {
+        self.scopes.last().copied()
+    }
+
+    fn enter_fn(
+        &mut self,
+        name: String,
+        self_ty: Option<String>,
+        sig: &syn::Signature,
+        span: proc_macro2::Span,
+    ) {
+        let mut ctx = FnCtx::default();
+        let ret = compact(&sig.output);
+        ctx.model.name = name;
+        ctx.model.self_ty = self_ty;
+        ctx.model.is_async = sig.asyncness.is_some();
+        ctx.model.span = self.span(span);
+        ctx.model.returns_action = ret.contains("Action");
+        let mut first_typed = true;
+        let typed = sig.inputs.iter().filter_map(|i| match i {
+            FnArg::Typed(pt) => Some(pt),
+            FnArg::Receiver(_) => None,
+        });
+        for (index, pt) in typed.enumerate() {
+            let pname = pat_ident(&pt.pat).unwrap_or_default();
+            ctx.params.insert(pname.clone());
+            let api_kind = api_kind_of_type(&pt.ty);
+            ctx.vars.insert(
+                pname.clone(),
+                Var {
+                    is_api: api_kind.is_some(),
+                    kind: api_kind.flatten(),
+                    from_param: Some(index),
+                    ..Default::default()
+                },
+            );
+            if first_typed && ctx.model.returns_action {
+                ctx.model.object_kind = object_kind_of_type(&pt.ty);
+            }
+            if !first_typed && matches!(&*pt.ty, Type::Reference(_)) {
+                ctx.model.has_error_ref_param = true;
+            }
+            if first_typed
+                && matches!(&*pt.ty, Type::Reference(r) if !compact(&r.elem).contains("Arc"))
+                && sig.inputs.len() == 2
+            {
+                // ≤0.74 error_policy(&E, Context<T>)
+                ctx.model.has_error_ref_param = ctx.model.returns_action && !ctx.model.is_async;
+            }
+            first_typed = false;
+        }
+        self.fns.push(ctx);
+    }
+
+    fn exit_fn(&mut self, block: &syn::Block) {
+        let Some(mut ctx) = self.fns.pop() else {
+            return;
+        };
+        ctx.model.returns = collect_returns(block)
+            .into_iter()
+            .map(|e| self.requeue_of(&e, &ctx))
+            .collect();
+        let body = compact(block);
+        ctx.model.handles_conflict = handles_conflict(&body);
+        ctx.model.clears_resource_version = body.contains("resource_version=None");
+        ctx.model.uses_finalizer = body.contains("finalizer(&");
+        // CA205: a watcher stream that is consumed here without a backoff anywhere on its way.
+        if !ctx.watcher_candidates.is_empty() {
+            let stmts = statement_texts(block);
+            for (span, bound, stmt) in std::mem::take(&mut ctx.watcher_candidates) {
+                if has_backoff(&stmt) || hands_to_controller(&stmt) {
+                    continue;
+                }
+                let ok = match &bound {
+                    Some(name) => {
+                        let uses: Vec<&String> = stmts
+                            .iter()
+                            .filter(|s| contains_ident(s, name) && **s != stmt)
+                            .collect();
+                        let safe = uses
+                            .iter()
+                            .any(|s| has_backoff(s) || hands_to_controller(s));
+                        let consumed = uses
+                            .iter()
+                            .any(|s| consumes(s, Some(name)) || consumes(s, None));
+                        safe || !consumed
+                    }
+                    None => !consumes(&stmt, None),
+                };
+                if !ok {
+                    self.model.unbacked_watchers.push(Site {
+                        span,
+                        what: "watcher".into(),
+                        in_fn: ctx.model.name.clone(),
+                    });
+                }
+            }
+        }
+        self.model.fns.push(ctx.model);
+    }
+
+    fn with_scope<F: FnOnce(&mut Self)>(&mut self, s: Scope, f: F) {
+        self.scopes.push(s);
+        f(self);
+        self.scopes.pop();
+    }
+}

@@ -1,0 +1,257 @@
+//! Small questions asked of syntax trees: names in paths and patterns, the kind a type names, returns, attributes.
+
+use super::*;
+
+/// The call whose error an enclosing `?`/`unwrap()` propagates, through `.await` and error mapping.
+pub(super) fn propagation_target(e: &Expr) -> &Expr {
+    match e {
+        Expr::Await(a) => propagation_target(&a.base),
+        Expr::Paren(p) => propagation_target(&p.expr),
+        Expr::MethodCall(m)
+            if matches!(
+                m.method.to_string().as_str(),
+                "map_err" | "context" | "with_context" | "wrap_err" | "wrap_err_with" | "err_into"
+            ) =>
+        {
+            propagation_target(&m.receiver)
+        }
+        other => other,
+    }
+}
+/// The variable at the root of `a.b.c()`, `&a`, `(*a).clone()`.
+pub(super) fn root_var(e: &Expr) -> Option<String> {
+    match e {
+        Expr::Path(p) if p.path.segments.len() == 1 => Some(p.path.segments[0].ident.to_string()),
+        Expr::Field(f) => root_var(&f.base),
+        Expr::MethodCall(m) => root_var(&m.receiver),
+        Expr::Reference(r) => root_var(&r.expr),
+        Expr::Unary(u) => root_var(&u.expr),
+        Expr::Paren(p) => root_var(&p.expr),
+        Expr::Index(i) => root_var(&i.expr),
+        Expr::Try(t) => root_var(&t.expr),
+        Expr::Await(a) => root_var(&a.base),
+        _ => None,
+    }
+}
+pub(super) fn path_segments(p: &syn::Path) -> Vec<String> {
+    p.segments.iter().map(|s| s.ident.to_string()).collect()
+}
+/// The `K` in `Api<K>`, `&Api<K>`, `Arc<Api<K>>`.
+pub(super) fn api_kind_of_type(ty: &Type) -> Option<Option<String>> {
+    let t = compact(ty);
+    let i = t.find("Api<")?;
+    if i > 0 {
+        let prev = t.as_bytes()[i - 1];
+        if prev.is_ascii_alphanumeric() || prev == b'_' {
+            return None;
+        }
+    }
+    let rest = &t[i + 4..];
+    let mut depth = 1;
+    let mut end = rest.len();
+    for (j, c) in rest.char_indices() {
+        match c {
+            '<' => depth += 1,
+            '>' => {
+                depth -= 1;
+                if depth == 0 {
+                    end = j;
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    let inner = &rest[..end];
+    let last = inner.rsplit("::").next().unwrap_or(inner);
+    Some((!last.is_empty() && last != "_").then(|| last.to_string()))
+}
+/// The object type of a reconcile-shaped first parameter: `Arc<K>`, `&K`, `K`.
+pub(super) fn object_kind_of_type(ty: &Type) -> Option<String> {
+    let t = compact(ty);
+    let t = t.trim_start_matches('&');
+    let inner = t
+        .strip_prefix("Arc<")
+        .or_else(|| t.strip_prefix("std::sync::Arc<"))
+        .map(|s| s.trim_end_matches('>'))
+        .unwrap_or(t);
+    let last = inner.rsplit("::").next().unwrap_or(inner);
+    (last.chars().next().is_some_and(|c| c.is_ascii_uppercase())
+        && last.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+    .then(|| last.to_string())
+}
+/// The object kind named by the first generic argument: `Widget` in `Api::<Widget>` or `Controller::<Widget>`.
+pub(super) fn first_type_argument_kind(args: &syn::PathArguments) -> Option<String> {
+    match args {
+        syn::PathArguments::AngleBracketed(a) => a.args.first().and_then(|g| match g {
+            syn::GenericArgument::Type(t) => object_kind_of_type(t),
+            _ => None,
+        }),
+        _ => None,
+    }
+}
+pub(super) fn pat_ident(p: &Pat) -> Option<String> {
+    match p {
+        Pat::Ident(i) => Some(i.ident.to_string()),
+        Pat::Type(t) => pat_ident(&t.pat),
+        Pat::Reference(r) => pat_ident(&r.pat),
+        _ => None,
+    }
+}
+pub(super) fn pat_idents(p: &Pat, out: &mut Vec<String>) {
+    match p {
+        Pat::Ident(i) => out.push(i.ident.to_string()),
+        Pat::Type(t) => pat_idents(&t.pat, out),
+        Pat::Reference(r) => pat_idents(&r.pat, out),
+        Pat::Tuple(t) => t.elems.iter().for_each(|e| pat_idents(e, out)),
+        Pat::TupleStruct(t) => t.elems.iter().for_each(|e| pat_idents(e, out)),
+        Pat::Struct(s) => s.fields.iter().for_each(|f| pat_idents(&f.pat, out)),
+        _ => {}
+    }
+}
+pub(super) fn contains_return(e: &impl ToTokens) -> bool {
+    let c = compact(e);
+    c.contains("return") || c.contains("continue") || c.contains("break")
+}
+pub(super) fn contains_ident(text: &str, name: &str) -> bool {
+    let b = text.as_bytes();
+    let mut start = 0;
+    while let Some(i) = text[start..].find(name) {
+        let i = start + i;
+        let before =
+            i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_' || b[i - 1] == b'.');
+        let j = i + name.len();
+        let after = j >= b.len() || !(b[j].is_ascii_alphanumeric() || b[j] == b'_');
+        if before && after {
+            return true;
+        }
+        start = j;
+    }
+    false
+}
+/// The last segment of a path as a string: `patch_status` of `api.patch_status`'s callee, `json` of `serde_json::json!`.
+pub(super) fn last_ident(p: &syn::Path) -> String {
+    p.segments
+        .last()
+        .map(|s| s.ident.to_string())
+        .unwrap_or_default()
+}
+/// `Err(..)` (or `Err(_) | …`) as a match arm's pattern.
+pub(super) fn is_err_pattern(p: &Pat) -> bool {
+    match p {
+        Pat::TupleStruct(t) => last_ident(&t.path) == "Err",
+        Pat::Or(o) => o.cases.iter().all(is_err_pattern),
+        Pat::Ident(i) => i.subpat.as_ref().is_some_and(|(_, p)| is_err_pattern(p)),
+        _ => false,
+    }
+}
+/// `if let Err(..) = …`: the branch runs when something failed. (`if x.is_err()` is left out: operators use it for
+/// "not there yet", a wait rather than a retry.)
+pub(super) fn is_error_condition(cond: &Expr) -> bool {
+    match cond {
+        Expr::Let(l) => is_err_pattern(&l.pat),
+        Expr::Paren(p) => is_error_condition(&p.expr),
+        _ => false,
+    }
+}
+/// The name of the first function called in a closure body (`|o, c| reconcile(o, c)`).
+pub(super) fn first_called_name(e: &Expr) -> Option<String> {
+    struct F(Option<String>);
+    impl<'ast> Visit<'ast> for F {
+        fn visit_expr_call(&mut self, c: &'ast syn::ExprCall) {
+            if self.0.is_none()
+                && let Expr::Path(p) = &*c.func
+            {
+                self.0 = p.path.segments.last().map(|s| s.ident.to_string());
+            }
+            visit::visit_expr_call(self, c);
+        }
+    }
+    let mut f = F(None);
+    f.visit_expr(e);
+    f.0
+}
+/// The text of every statement of a function body, nested blocks and closures included, nested
+/// item functions (which are functions of their own) not.
+pub(super) fn statement_texts(block: &syn::Block) -> Vec<String> {
+    struct S(Vec<String>);
+    impl<'ast> Visit<'ast> for S {
+        fn visit_stmt(&mut self, s: &'ast Stmt) {
+            self.0.push(compact(s));
+            visit::visit_stmt(self, s);
+        }
+        fn visit_item(&mut self, _: &'ast syn::Item) {}
+    }
+    let mut s = S(Vec::new());
+    s.visit_block(block);
+    s.0
+}
+/// Every value a function body can return: the tail (through if/match/blocks) and `return` exprs.
+pub(super) fn collect_returns(block: &syn::Block) -> Vec<Expr> {
+    fn tails(e: &Expr, out: &mut Vec<Expr>) {
+        match e {
+            Expr::If(i) => {
+                tails_block(&i.then_branch, out);
+                if let Some((_, el)) = &i.else_branch {
+                    tails(el, out);
+                }
+            }
+            Expr::Match(m) => m.arms.iter().for_each(|a| tails(&a.body, out)),
+            Expr::Block(b) => tails_block(&b.block, out),
+            Expr::Paren(p) => tails(&p.expr, out),
+            Expr::Return(_) => {}
+            other => out.push(other.clone()),
+        }
+    }
+    fn tails_block(b: &syn::Block, out: &mut Vec<Expr>) {
+        if let Some(Stmt::Expr(e, None)) = b.stmts.last() {
+            tails(e, out);
+        }
+    }
+    struct R(Vec<Expr>);
+    impl<'ast> Visit<'ast> for R {
+        fn visit_expr_return(&mut self, r: &'ast syn::ExprReturn) {
+            if let Some(e) = &r.expr {
+                tails(e, &mut self.0);
+            }
+        }
+        fn visit_expr_closure(&mut self, _: &'ast syn::ExprClosure) {}
+        fn visit_item_fn(&mut self, _: &'ast syn::ItemFn) {}
+        fn visit_expr_async(&mut self, _: &'ast syn::ExprAsync) {}
+    }
+    let mut out = Vec::new();
+    tails_block(block, &mut out);
+    let mut r = R(Vec::new());
+    r.visit_block(block);
+    out.extend(r.0);
+    out
+}
+/// `kind = "Widget"` inside `kube(...)` attribute text.
+pub(super) fn attr_value(text: &str, key: &str) -> Option<String> {
+    let mut rest = text;
+    while let Some(i) = rest.find(key) {
+        let before_ok = i == 0
+            || !rest.as_bytes()[i - 1].is_ascii_alphanumeric() && rest.as_bytes()[i - 1] != b'_';
+        let after = rest[i + key.len()..].trim_start();
+        if before_ok && let Some(v) = after.strip_prefix('=') {
+            let v = v.trim_start();
+            if let Some(v) = v.strip_prefix('"') {
+                return v
+                    .split('"')
+                    .next()
+                    .map(|s| s.rsplit("::").next().unwrap_or(s).to_string());
+            }
+        }
+        rest = &rest[i + key.len()..];
+    }
+    None
+}
+/// `#[cfg(test)]`, `#[test]`, `#[tokio::test]`: test code does odd things on purpose.
+pub(super) fn is_test_code(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|a| {
+        let path = compact(a.path());
+        path == "test"
+            || path.ends_with("::test")
+            || (path == "cfg" && compact(&a.meta).contains("cfg(test)"))
+    })
+}

@@ -1,0 +1,468 @@
+//! The walk itself: the `syn::visit::Visit` implementation that dispatches each node to the extraction steps.
+
+use super::*;
+
+impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
+    fn visit_item_mod(&mut self, m: &'ast syn::ItemMod) {
+        if !is_test_code(&m.attrs) {
+            visit::visit_item_mod(self, m);
+        }
+    }
+
+    fn visit_item_fn(&mut self, f: &'ast syn::ItemFn) {
+        if is_test_code(&f.attrs) {
+            return;
+        }
+        self.enter_fn(f.sig.ident.to_string(), None, &f.sig, f.sig.ident.span());
+        visit::visit_item_fn(self, f);
+        self.exit_fn(&f.block);
+    }
+
+    fn visit_item_impl(&mut self, i: &'ast syn::ItemImpl) {
+        let self_ty = compact(&i.self_ty);
+        for item in &i.items {
+            if let syn::ImplItem::Fn(f) = item {
+                self.enter_fn(
+                    f.sig.ident.to_string(),
+                    Some(self_ty.clone()),
+                    &f.sig,
+                    f.sig.ident.span(),
+                );
+                visit::visit_impl_item_fn(self, f);
+                self.exit_fn(&f.block);
+            } else {
+                visit::visit_impl_item(self, item);
+            }
+        }
+    }
+
+    fn visit_trait_item_fn(&mut self, f: &'ast syn::TraitItemFn) {
+        if let Some(block) = &f.default {
+            self.enter_fn(f.sig.ident.to_string(), None, &f.sig, f.sig.ident.span());
+            visit::visit_trait_item_fn(self, f);
+            self.exit_fn(block);
+        }
+    }
+
+    fn visit_stmt(&mut self, s: &'ast Stmt) {
+        self.stmt_stack.push(s);
+        visit::visit_stmt(self, s);
+        self.stmt_stack.pop();
+    }
+
+    fn visit_block(&mut self, b: &'ast syn::Block) {
+        self.block_writes.push(false);
+        let saved = self.guards;
+        for (i, s) in b.stmts.iter().enumerate() {
+            self.visit_stmt(s);
+            // `if nothing_changed { return ... }` guards everything after it in this block.
+            if let Stmt::Expr(Expr::If(ifx), _) = s
+                && ifx.else_branch.is_none()
+                && is_change_guard(&compact(&ifx.cond))
+                && contains_return(&ifx.then_branch)
+            {
+                self.guards += 1;
+            }
+            if let Stmt::Local(l) = s
+                && let Some(init) = &l.init
+                && let Some((_, diverge)) = &init.diverge
+                && contains_return(diverge)
+            {
+                // `let Some(x) = … else { return }`: a presence guard.
+                self.guards += 1;
+            }
+            // A sync guard held across a later `.await` in the same block (CA305).
+            if let Stmt::Local(l) = s
+                && let Some(init) = &l.init
+            {
+                let t = compact(&init.expr);
+                // The guard itself, not a block that takes and drops one inside.
+                let is_chain = matches!(&*init.expr, Expr::MethodCall(_) | Expr::Try(_));
+                let sync_lock = is_chain
+                    && [".lock()", ".write()", ".read()"].iter().any(|l| {
+                        t.ends_with(l)
+                            || t.ends_with(&format!("{l}.unwrap()"))
+                            || t.ends_with(&format!("{l}?"))
+                            || t.contains(&format!("{l}.expect("))
+                    })
+                    && !t.contains(".await");
+                if sync_lock && let Some(g) = pat_ident(&l.pat) {
+                    let rest = &b.stmts[i + 1..];
+                    let mut across = false;
+                    for r in rest {
+                        let rt = compact(r);
+                        if rt.contains(&format!("drop({g})")) {
+                            break;
+                        }
+                        if rt.contains(".await") {
+                            across = true;
+                            break;
+                        }
+                    }
+                    if across && self.blocking_ok == 0 {
+                        let span = self.span(l.span());
+                        if let Some(f) = self.fns.last_mut() {
+                            f.model.blocking.push(Site {
+                                span,
+                                what: format!("std Mutex guard `{g}` held across .await"),
+                                in_fn: f.model.name.clone(),
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        self.guards = saved;
+        self.block_writes.pop();
+    }
+
+    fn visit_local(&mut self, l: &'ast syn::Local) {
+        visit::visit_local(self, l);
+        let mut names = Vec::new();
+        pat_idents(&l.pat, &mut names);
+        let Some(init) = &l.init else {
+            return;
+        };
+        let expr = &*init.expr;
+        let ty_api = match &l.pat {
+            Pat::Type(pt) => api_kind_of_type(&pt.ty),
+            _ => None,
+        };
+        let api = ty_api.or_else(|| {
+            let mut calls = Vec::new();
+            let root = Self::chain(expr, &mut calls);
+            match root {
+                Expr::Call(c) if calls.iter().all(|m| m.method == "clone") => {
+                    self.api_constructor(c)
+                }
+                other if calls.is_empty() || calls.iter().all(|m| m.method == "clone") => {
+                    self.api_receiver(other)
+                }
+                _ => None,
+            }
+        });
+        let volatile = self.find_volatile(&[expr]);
+        let from_param = self.param_in(&[expr]);
+        let status_set = self.has_status(expr, 0) && names.len() == 1;
+        let controller = if let Expr::Path(_) | Expr::MethodCall(_) | Expr::Call(_) = expr {
+            let mut calls = Vec::new();
+            let root = Self::chain(expr, &mut calls);
+            match self.controller_root(root) {
+                Some(ControllerRoot::New { span, .. }) => self
+                    .model
+                    .controllers
+                    .iter()
+                    .position(|c| c.span == to_span(self.path, span)),
+                Some(ControllerRoot::Var(i)) => Some(i),
+                None => None,
+            }
+        } else {
+            None
+        };
+        let object_kind = self.fns.last().and_then(|f| f.model.object_kind.clone());
+        if let Some(f) = self.fns.last_mut() {
+            for n in &names {
+                let mut v = Var {
+                    init: (names.len() == 1).then(|| expr.clone()),
+                    volatile: volatile.clone(),
+                    from_param,
+                    status_set,
+                    controller,
+                    ..Default::default()
+                };
+                if let Some(kind) = &api {
+                    v.is_api = true;
+                    v.kind = kind.clone().or_else(|| object_kind.clone());
+                }
+                f.vars.insert(n.clone(), v);
+            }
+        }
+    }
+
+    fn visit_expr_assign(&mut self, a: &'ast syn::ExprAssign) {
+        visit::visit_expr_assign(self, a);
+        let Some(root) = root_var(&a.left) else {
+            return;
+        };
+        let lhs = compact(&a.left);
+        let volatile = self.find_volatile(&[&a.right]);
+        let sets_status = lhs.ends_with(".status") && compact(&a.right) != "None";
+        if let Some(f) = self.fns.last_mut()
+            && let Some(v) = f.vars.get_mut(&root)
+        {
+            if let Some(vol) = volatile {
+                v.volatile = Some(vol);
+            }
+            if sets_status {
+                v.status_set = true;
+            }
+        }
+        // `c = c.owns(..)` on a controller variable.
+        if let Expr::MethodCall(_) = &*a.right {
+            self.handle_chain(&a.right);
+        }
+    }
+
+    fn visit_expr_try(&mut self, t: &'ast syn::ExprTry) {
+        if let Some(k) = call_key(propagation_target(&t.expr)) {
+            self.propagated.insert(k);
+        }
+        visit::visit_expr_try(self, t);
+    }
+
+    fn visit_expr_await(&mut self, a: &'ast syn::ExprAwait) {
+        if let Some(k) = call_key(&a.base) {
+            self.awaited.insert(k);
+        }
+        visit::visit_expr_await(self, a);
+    }
+
+    fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
+        let method = m.method.to_string();
+        if matches!(method.as_str(), "unwrap" | "expect")
+            && let Some(k) = call_key(propagation_target(&m.receiver))
+        {
+            self.propagated.insert(k);
+        }
+        let mut calls = Vec::new();
+        let root = Self::chain(&m.receiver, &mut calls);
+        calls.push(m);
+        self.handle_chain_parts(root, calls);
+        self.handle_api_call(m);
+        if is_write_like(&method) {
+            self.mark_write();
+        }
+        self.record_volatile_args(method.clone(), m.args.iter());
+        if let Some(f) = self.fns.last_mut() {
+            match &*m.receiver {
+                Expr::Path(p) if p.path.is_ident("self") => f.model.self_calls.push(method.clone()),
+                _ => f.model.method_calls.push(method.clone()),
+            }
+        }
+        // `annotations.insert(KEY, Utc::now()..)` makes `annotations` volatile, under that key.
+        if !WRITE_METHODS.contains(&method.as_str())
+            && let Some(root) = root_var(&m.receiver)
+        {
+            let args: Vec<&Expr> = m.args.iter().collect();
+            if let Some((span, src, key)) = self.find_volatile(&args) {
+                let key = key.or_else(|| match args.first() {
+                    Some(Expr::Lit(syn::ExprLit {
+                        lit: syn::Lit::Str(s),
+                        ..
+                    })) if args.len() > 1 => Some(s.value()),
+                    Some(e) if args.len() > 1 => Some(
+                        compact(e)
+                            .trim_matches('"')
+                            .trim_end_matches(".into()")
+                            .trim_end_matches(".to_string()")
+                            .trim_matches('"')
+                            .to_string(),
+                    ),
+                    _ => None,
+                });
+                if let Some(f) = self.fns.last_mut()
+                    && let Some(v) = f.vars.get_mut(&root)
+                {
+                    v.volatile = Some((span, src, key));
+                }
+            }
+        }
+        if method == "block_on" && self.blocking_ok == 0 {
+            let span = self.span(m.method.span());
+            if let Some(f) = self.fns.last_mut() {
+                f.model.blocking.push(Site {
+                    span,
+                    what: "block_on".into(),
+                    in_fn: f.model.name.clone(),
+                });
+            }
+        }
+        // CA402
+        if method == "with_label_values" || method == "get_or_create" {
+            for a in &m.args {
+                self.check_labels(a);
+            }
+        }
+        // The closure of an error-mapping method runs on the error path only.
+        let error_args = match method.as_str() {
+            "map_err" | "or_else" | "unwrap_or_else" | "inspect_err" => m.args.len(),
+            "map_or_else" => 1,
+            _ => 0,
+        };
+        self.visit_expr(&m.receiver);
+        for (i, a) in m.args.iter().enumerate() {
+            if i < error_args {
+                self.visit_on_error_path(a);
+            } else {
+                self.visit_expr(a);
+            }
+        }
+    }
+
+    fn visit_expr_call(&mut self, c: &'ast syn::ExprCall) {
+        let mut spawn_blocking = false;
+        let mut retry = false;
+        if let Expr::Path(p) = &*c.func {
+            self.record_call_name(&p.path);
+            if is_write_like(&last_ident(&p.path)) {
+                self.mark_write();
+            }
+            self.record_volatile_args(last_ident(&p.path), c.args.iter());
+            let resolved = self.resolve_call_path(&p.path);
+            let last = last_ident(&p.path);
+            spawn_blocking = matches!(last.as_str(), "spawn_blocking" | "block_in_place");
+            retry = last.to_ascii_lowercase().contains("retry");
+            // CA305
+            let blocking = resolved == "std::thread::sleep"
+                || resolved.starts_with("std::fs::")
+                || resolved.starts_with("std::process::Command")
+                || resolved.starts_with("reqwest::blocking::")
+                || resolved.ends_with("executor::block_on")
+                || (last == "block_on" && p.path.segments.len() == 1);
+            if blocking && self.blocking_ok == 0 {
+                let span = self.span(c.span());
+                let what = resolved.clone();
+                if let Some(f) = self.fns.last_mut() {
+                    f.model.blocking.push(Site {
+                        span,
+                        what,
+                        in_fn: f.model.name.clone(),
+                    });
+                }
+            }
+            // CA203 and CA204 requeues
+            if last == "requeue" && compact(&p.path).ends_with("Action::requeue") {
+                self.record_requeue(&Expr::Call(c.clone()));
+            }
+            // CA205
+            if self.is_kube_fn(&p.path, &["watcher", "metadata_watcher"]) {
+                let span = self.span(c.span());
+                let (stmt, bound) = match self.stmt_stack.last() {
+                    Some(st) => {
+                        let bound = match st {
+                            Stmt::Local(l) => pat_ident(&l.pat),
+                            _ => None,
+                        };
+                        (compact(*st), bound)
+                    }
+                    None => (String::new(), None),
+                };
+                if let Some(f) = self.fns.last_mut() {
+                    f.watcher_candidates.push((span, bound, stmt));
+                }
+            }
+            self.handle_alias_call(c, &resolved, &last);
+            if last == "new"
+                && compact(&p.path).ends_with("KeyValue::new")
+                && let Some(v) = c.args.iter().nth(1)
+            {
+                self.check_label_value(v);
+            }
+        }
+        if spawn_blocking {
+            self.blocking_ok += 1;
+        }
+        if retry {
+            self.retry_closure += 1;
+        }
+        let err_value = matches!(&*c.func, Expr::Path(p) if last_ident(&p.path) == "Err");
+        self.error_path += usize::from(err_value);
+        visit::visit_expr_call(self, c);
+        self.error_path -= usize::from(err_value);
+        if spawn_blocking {
+            self.blocking_ok -= 1;
+        }
+        if retry {
+            self.retry_closure -= 1;
+        }
+    }
+
+    fn visit_expr_struct(&mut self, s: &'ast syn::ExprStruct) {
+        if compact(&s.path).ends_with("ReconcilerAction") {
+            self.record_requeue(&Expr::Struct(s.clone()));
+        }
+        visit::visit_expr_struct(self, s);
+    }
+
+    fn visit_expr_macro(&mut self, m: &'ast syn::ExprMacro) {
+        self.check_metric_macro(&m.mac);
+        visit::visit_expr_macro(self, m);
+    }
+
+    fn visit_stmt_macro(&mut self, m: &'ast syn::StmtMacro) {
+        self.check_metric_macro(&m.mac);
+        visit::visit_stmt_macro(self, m);
+    }
+
+    fn visit_expr_if(&mut self, i: &'ast syn::ExprIf) {
+        self.visit_expr(&i.cond);
+        let guard = is_change_guard(&compact(&i.cond));
+        if guard {
+            self.guards += 1;
+        }
+        self.branches += 1;
+        let on_error = is_error_condition(&i.cond);
+        self.error_path += usize::from(on_error);
+        self.change_branches.push(signals_change(&i.cond));
+        self.visit_block(&i.then_branch);
+        self.change_branches.pop();
+        self.error_path -= usize::from(on_error);
+        if let Some((_, e)) = &i.else_branch {
+            self.visit_expr(e);
+        }
+        self.branches -= 1;
+        if guard {
+            self.guards -= 1;
+        }
+    }
+
+    fn visit_expr_match(&mut self, m: &'ast syn::ExprMatch) {
+        self.visit_expr(&m.expr);
+        self.branches += 1;
+        for arm in &m.arms {
+            if let Some((_, g)) = &arm.guard {
+                self.visit_expr(g);
+            }
+            if is_err_pattern(&arm.pat) {
+                self.visit_on_error_path(&arm.body);
+            } else {
+                self.visit_expr(&arm.body);
+            }
+        }
+        self.branches -= 1;
+    }
+
+    fn visit_expr_for_loop(&mut self, f: &'ast syn::ExprForLoop) {
+        self.check_tenant_loop(f);
+        self.visit_expr(&f.expr);
+        // `for attempt in 1..=n { … 409 … }` is a bounded retry, not an iteration over objects.
+        let retry = matches!(&*f.expr, Expr::Range(_)) && handles_conflict(&compact(&f.body));
+        let scope = if retry { Scope::Loop } else { Scope::For };
+        self.with_scope(scope, |s| s.visit_block(&f.body));
+    }
+
+    fn visit_expr_while(&mut self, w: &'ast syn::ExprWhile) {
+        let is_let = matches!(&*w.cond, Expr::Let(_));
+        if !is_let {
+            self.check_poll_loop(w.while_token.span, &w.body);
+        }
+        self.visit_expr(&w.cond);
+        self.with_scope(Scope::While, |s| s.visit_block(&w.body));
+    }
+
+    fn visit_expr_loop(&mut self, l: &'ast syn::ExprLoop) {
+        self.check_poll_loop(l.loop_token.span, &l.body);
+        self.with_scope(Scope::Loop, |s| s.visit_block(&l.body));
+    }
+
+    fn visit_expr_closure(&mut self, c: &'ast syn::ExprClosure) {
+        let saved = self.branches;
+        self.branches = 0;
+        self.with_scope(Scope::Closure, |s| visit::visit_expr_closure(s, c));
+        self.branches = saved;
+    }
+
+    fn visit_expr_async(&mut self, a: &'ast syn::ExprAsync) {
+        self.with_scope(Scope::Closure, |s| visit::visit_expr_async(s, a));
+    }
+}
