@@ -124,7 +124,8 @@ pub struct TypeTracker {
     pub group: String,
     pub kind: String,
     pub plural: String,
-    objects: HashMap<Key, Tracked>,
+    /// Boxed: the map's table is sized in powers of two, so a slot that holds only a pointer wastes little.
+    objects: HashMap<Key, Box<Tracked>>,
     strings: Interner,
     /// The first list is complete: later objects are creations, later changes are writes.
     listed: bool,
@@ -168,8 +169,8 @@ impl TypeTracker {
     /// the tool's memory per object beyond decoding, by its own accounting.
     pub fn digest_bytes(&self) -> usize {
         use std::mem::size_of;
-        let slot = size_of::<Key>() + size_of::<Tracked>() + 1;
-        let mut total = self.objects.capacity() * slot;
+        let slot = size_of::<Key>() + size_of::<Box<Tracked>>() + 1;
+        let mut total = self.objects.capacity() * slot + self.objects.len() * size_of::<Tracked>();
         for ((_, name), o) in &self.objects {
             total += name.len();
             total += o.annotations.len() * size_of::<(Arc<str>, u64)>();
@@ -258,7 +259,7 @@ impl TypeTracker {
         match self.objects.get_mut(&key) {
             None => {
                 let digest = digest(&mut self.strings, obj, t_ms, rv, epoch);
-                self.objects.insert(key, digest);
+                self.objects.insert(key, Box::new(digest));
             }
             Some(old) if old.rv == rv && !old.deleted => old.epoch = epoch,
             Some(old) => {
@@ -266,7 +267,7 @@ impl TypeTracker {
                 if listed {
                     record_write(&mut self.strings, old, digest, t_ms, obj);
                 } else {
-                    *old = digest;
+                    **old = digest;
                 }
             }
         }
@@ -280,7 +281,8 @@ impl TypeTracker {
             .iter()
             .map(|(key, o)| shared.record(key, o))
             .collect();
-        out.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+        // Keys are unique, so an unstable sort is deterministic, and it needs no scratch copy of the records.
+        out.sort_unstable_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
         out
     }
 
@@ -293,7 +295,8 @@ impl TypeTracker {
         for (key, o) in objects {
             out.push(shared.record(&key, &o));
         }
-        out.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+        // Keys are unique, so an unstable sort is deterministic, and it needs no scratch copy of the records.
+        out.sort_unstable_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
         out
     }
 }

@@ -250,8 +250,9 @@ impl Drop for TestEnv {
                 .build()?;
             rt.block_on(async {
                 let client = client_from(&kubeconfig, &user_agent).await?;
+                // Tests leave a handful of objects; the live bench at 100,000 Widgets needs minutes to delete them.
                 tokio::time::timeout(
-                    Duration::from_secs(20),
+                    Duration::from_secs(300),
                     delete_namespace(&client, &namespace),
                 )
                 .await

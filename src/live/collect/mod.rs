@@ -314,7 +314,13 @@ async fn observe(
                         rt.watched = false;
                     }
                 }
-                objects.extend(outcome.tracker.into_records());
+                let records = outcome.tracker.into_records();
+                // Taken as is when it is the first type's: extending an empty Vec would copy every record.
+                if objects.is_empty() {
+                    objects = records;
+                } else {
+                    objects.extend(records);
+                }
             }
             Err(e) if e.is_cancelled() => rt.watched = false,
             Err(e) => {
