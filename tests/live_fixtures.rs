@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use ctrlaudit::config::Config;
+use ctrlaudit::finding::Severity;
 use ctrlaudit::live::record::{self, Expectation};
 use ctrlaudit::live::{detectors, snapshot::Snapshot};
 use ctrlaudit::policy::Policy;
@@ -93,6 +94,48 @@ fn every_fixture_gives_exactly_its_expected_findings() {
     {
         assert!(codes_seen.contains(r.code), "no fixture raises {}", r.code);
     }
+}
+
+/// CA101 says how certain it is: confirmed by the audit log, measured by the API server's counters, or inferred
+/// from the objects and the controller's metrics when neither is there (a managed cluster, a read-only identity),
+/// and then only a warning. With no sign of a running controller it says nothing.
+#[test]
+fn status_dropped_says_how_certain_it_is() {
+    let ca101 = |name: &str| {
+        let snap = record::read(&fixtures().join(name)).unwrap();
+        detectors::run_all(&snap, &Config::default())
+            .into_iter()
+            .filter(|f| f.code == "CA101")
+            .collect::<Vec<_>>()
+    };
+    let confirmed = ca101("audit-testenv");
+    assert!(
+        !confirmed.is_empty()
+            && confirmed
+                .iter()
+                .all(|f| f.message.contains("confirmed by the audit log")),
+        "{confirmed:#?}"
+    );
+    let measured = ca101("status-on-main");
+    assert!(
+        measured.len() == 1
+            && measured[0]
+                .message
+                .contains("measured by the API server's request counters")
+            && measured[0].severity == Severity::Error,
+        "{measured:#?}"
+    );
+    let inferred = ca101("status-on-main-inferred");
+    assert!(
+        inferred.len() == 1
+            && inferred[0]
+                .message
+                .contains("inferred from the objects and the controller's metrics")
+            && inferred[0].message.contains("6 successful reconciles")
+            && inferred[0].severity == Severity::Warning,
+        "{inferred:#?}"
+    );
+    assert!(ca101("no-controller-running").is_empty());
 }
 
 #[test]

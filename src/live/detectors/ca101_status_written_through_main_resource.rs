@@ -1,21 +1,97 @@
 //! CA101 live: status sent through the main resource of a type with the status subresource, which the API
 //! server accepts with 200 and drops. Seen as: no object of the type has a status and nobody ever wrote
 //! `/status`, while the main resource is being written (managedFields, API server metrics); or, exactly, as
-//! audit events whose request carried a `status` that the response does not have.
+//! audit events whose request carried a `status` that the response does not have. Without the audit log or the
+//! API server's counters (a managed cluster, a read-only identity) it is inferred, and says so: objects old
+//! enough to have been reconciled, none with a status, while the controller's metrics count successful reconciles
+//! or a field manager keeps writing the main resource. A type whose controller shows no sign of running is
+//! CA102's business, not this rule's.
 
+use super::ca201_reconcile_without_generation_predicate::controllers;
 use super::{
-    apiserver, finding, identity_subject, kind_of, manager_subject, objects_by_type, type_subject,
-    value, where_label, window, with_identity,
+    apiserver, finding, identity_subject, kind_of, manager_subject, metrics_subject,
+    objects_by_type, type_subject, value, where_label, window, with_identity,
 };
 use crate::config::Config;
-use crate::finding::Finding;
-use crate::live::snapshot::{AuditGroup, Snapshot};
+use crate::finding::{Finding, Severity, Subject};
+use crate::live::snapshot::{AuditGroup, ObjectRecord, Snapshot, SourceKind};
 use std::collections::BTreeMap;
 
 /// Slack between creation and a managedFields time for the entry to count as a later write (1 s granularity).
 const AFTER_CREATION_MS: i64 = 1_000;
+/// An object younger than this at the end of the window may simply not have been reconciled yet.
+const GRACE_MS: i64 = 5_000;
+/// Fewer successful reconciles than this say nothing about a controller.
+const MIN_RECONCILES: f64 = 3.0;
 
-pub fn detect(s: &Snapshot, _cfg: &Config) -> Vec<Finding> {
+/// Evidence that a controller reconciles these objects while none of them gets a status.
+struct Inference {
+    why: String,
+    subject: Option<Subject>,
+    evidence: Vec<crate::finding::Evidence>,
+}
+
+/// The inferred case: every object older than [`GRACE_MS`], and the controller's metrics count at least one
+/// successful reconcile per object, or one field manager wrote the main resource of at least half of them twice
+/// during the window. `sole` says this is the only type that could be the metrics' controller's.
+fn infer(s: &Snapshot, cfg: &Config, objs: &[&ObjectRecord], sole: bool) -> Option<Inference> {
+    let old_enough = objs.iter().all(|o| {
+        o.created_ms
+            .is_some_and(|c| s.window.end_ms - c >= GRACE_MS)
+    });
+    if !old_enough {
+        return None;
+    }
+    let names = &cfg.metrics;
+    // The controller with the most successful reconciles; only when this type is the only one it can be for.
+    let best = s
+        .sources(SourceKind::Controller)
+        .flat_map(|src| controllers(src, cfg).into_iter().map(move |c| (src, c)))
+        .map(|(src, c)| {
+            let ok = src.delta(&names.reconcile_total, |x| {
+                c.as_ref()
+                    .is_none_or(|c| x.label(&names.controller_label) == c.as_str())
+                    && x.label(&names.result_label) != "error"
+            });
+            (ok, src, c)
+        })
+        .filter(|(ok, ..)| sole && *ok >= MIN_RECONCILES && *ok >= objs.len() as f64)
+        .max_by(|a, b| a.0.total_cmp(&b.0));
+    if let Some((ok, src, c)) = best {
+        let who = c
+            .as_ref()
+            .map_or_else(|| src.name.clone(), |c| format!("controller `{c}`"));
+        return Some(Inference {
+            why: format!(
+                "{who} counted {ok:.0} successful reconciles in the window; inferred from the objects and the \
+                 controller's metrics (no audit log or API server counters to confirm it)",
+            ),
+            subject: Some(metrics_subject(src, c.as_deref())),
+            evidence: vec![value("successful reconciles", ok, "reconciles")],
+        });
+    }
+    let mut rewriters: BTreeMap<&str, usize> = BTreeMap::new();
+    for o in objs {
+        for w in o
+            .writers
+            .iter()
+            .filter(|w| w.subresource.is_empty() && w.writes >= 2)
+        {
+            *rewriters.entry(&*w.manager).or_default() += 1;
+        }
+    }
+    let (manager, n) = rewriters.into_iter().max_by_key(|(_, n)| *n)?;
+    (n * 2 >= objs.len()).then(|| Inference {
+        why: format!(
+            "field manager `{manager}` wrote the main resource of {n} of them at least twice in the window; \
+             inferred from the objects and their managedFields (no audit log or API server counters to confirm it)"
+        ),
+        subject: Some(manager_subject(manager)),
+        evidence: vec![value("objects rewritten", n as f64, "objects")],
+    })
+}
+
+pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
     let mut out = Vec::new();
 
     // Exact evidence from the audit log, per identity, resource and namespace.
@@ -30,22 +106,22 @@ pub fn detect(s: &Snapshot, _cfg: &Config) -> Vec<Finding> {
         }
     }
 
-    for ((group, kind, plural, ns), objs) in objects_by_type(s) {
-        let Some(rt) = s.resource(&group, &plural) else {
-            continue;
-        };
-        if !rt.status_subresource || objs.is_empty() {
-            continue;
-        }
-        let with_status = objs.iter().filter(|o| o.has_status).count();
-        let status_writers = objs
-            .iter()
-            .flat_map(|o| &o.managers)
-            .filter(|m| &*m.subresource == "status")
-            .count();
-        if with_status > 0 || status_writers > 0 {
-            continue;
-        }
+    // Types with the status subresource where no object has a status and nobody wrote /status.
+    let candidates: Vec<_> = objects_by_type(s)
+        .into_iter()
+        .filter(|((group, _, plural, _), objs)| {
+            s.resource(group, plural)
+                .is_some_and(|rt| rt.status_subresource)
+                && !objs.is_empty()
+                && !objs.iter().any(|o| o.has_status)
+                && !objs
+                    .iter()
+                    .flat_map(|o| &o.managers)
+                    .any(|m| &*m.subresource == "status")
+        })
+        .collect();
+    let sole = candidates.len() == 1;
+    for ((group, kind, plural, ns), objs) in candidates {
         // Managers that wrote the main resource after creating it, and how many objects each touched.
         let mut writers: BTreeMap<&str, usize> = BTreeMap::new();
         for o in &objs {
@@ -92,16 +168,29 @@ pub fn detect(s: &Snapshot, _cfg: &Config) -> Vec<Finding> {
             plural.to_string(),
             ns.as_deref().map(str::to_string),
         ));
-        // Managers that wrote the main resource only name the subject: writing metadata while nobody writes
-        // status is not by itself a sign that status was sent.
-        if !metrics_say_so && audit.is_none() {
-            continue;
-        }
+        // Managers that wrote the main resource once only name the subject: writing metadata while nobody
+        // writes status is not by itself a sign that status was sent.
+        let inferred = if metrics_say_so || audit.is_some() {
+            None
+        } else {
+            match infer(s, cfg, &objs, sole) {
+                Some(i) => Some(i),
+                None => continue,
+            }
+        };
         let audit_id = audit.as_ref().and_then(|v| v.first()).map(|g| &g.identity);
         let named: Vec<&str> = writers.keys().copied().collect();
-        let subject = match (named.as_slice(), audit_id) {
-            ([one], id) => with_identity(manager_subject(one), id),
-            (_, Some(id)) => identity_subject(id),
+        let subject = match (named.as_slice(), audit_id, &inferred) {
+            ([one], id, _) => with_identity(manager_subject(one), id),
+            (_, Some(id), _) => identity_subject(id),
+            (
+                _,
+                None,
+                Some(Inference {
+                    subject: Some(subject),
+                    ..
+                }),
+            ) => subject.clone(),
             _ => type_subject(&group, &kind, ns.as_deref()),
         };
         let mut why = Vec::new();
@@ -125,8 +214,13 @@ pub fn detect(s: &Snapshot, _cfg: &Config) -> Vec<Finding> {
         let dropped_n: u64 = audit.iter().flatten().map(|g| g.status_dropped).sum();
         if dropped_n > 0 {
             why.push(format!(
-                "the audit log shows {dropped_n} writes whose `status` the server dropped"
+                "the audit log shows {dropped_n} writes whose `status` the server dropped: confirmed by the audit log"
             ));
+        } else if metrics_say_so {
+            why.push("measured by the API server's request counters".to_string());
+        }
+        if let Some(i) = &inferred {
+            why.push(i.why.clone());
         }
         let message = format!(
             "status of {} is written through the main resource and dropped: the type has the status subresource, \
@@ -152,7 +246,14 @@ pub fn detect(s: &Snapshot, _cfg: &Config) -> Vec<Finding> {
         if dropped_n > 0 {
             ev.push(value("status dropped", dropped_n as f64, "requests"));
         }
-        out.extend(finding("CA101", subject, message, ev));
+        let is_inferred = inferred.is_some();
+        ev.extend(inferred.into_iter().flat_map(|i| i.evidence));
+        let mut f = finding("CA101", subject, message, ev);
+        // What rests on inference alone is a warning: a linter that cries wolf at error level gets switched off.
+        if is_inferred && let Some(f) = f.as_mut() {
+            f.severity = f.severity.min(Severity::Warning);
+        }
+        out.extend(f);
     }
 
     // Audit-only: types the watch did not cover (offline analysis).
@@ -166,7 +267,7 @@ pub fn detect(s: &Snapshot, _cfg: &Config) -> Vec<Finding> {
         for (id, (n, sent)) in by_id {
             let message = format!(
                 "{} sent `status` in {sent} writes of the main resource of {} ({}); the API server dropped it in {n} \
-                 of them (the type has the status subresource: use /status)",
+                 of them (the type has the status subresource: use /status); confirmed by the audit log",
                 identity_subject(id).label(),
                 where_label(&resource, ns.as_deref()),
                 kind_of(s, &group, &resource),
