@@ -66,7 +66,7 @@ impl kube::runtime::utils::Backoff for WindowBackoff {
 }
 
 /// Watches one type until `deadline`. A 403 stops it (retrying cannot help); other errors are retried with
-/// kube-rs's default backoff and re-listed without double counting (see `tracker`).
+/// `WindowBackoff` (within 2 s) and re-listed without double counting (see `tracker`).
 pub async fn watch_type(
     client: Client,
     rt: ResourceType,
