@@ -167,6 +167,15 @@ pub static RULES: &[Rule] = &[
         origin: "kube-rs watcher recovers with no delay unless a backoff is added",
     },
     Rule {
+        code: "CA206",
+        name: "field-ownership-fight",
+        summary: "two field managers keep setting one field to different values: it flips forever",
+        default_severity: Error,
+        lenses: &[Live, Bench],
+        bench_pair: BenchPair::new(&["bad-fight"], &["good-one-owner"]),
+        origin: "server-side apply field ownership; an operator and an HPA on replicas",
+    },
+    Rule {
         code: "CA301",
         name: "replace-without-conflict-handling",
         summary: "a replace (PUT with resourceVersion) whose 409 Conflict is propagated, not retried",
@@ -272,6 +281,10 @@ static DOCS: &[(&str, &str)] = &[
     (
         "CA205",
         include_str!("../rules/CA205-watcher-without-backoff.md"),
+    ),
+    (
+        "CA206",
+        include_str!("../rules/CA206-field-ownership-fight.md"),
     ),
     (
         "CA301",

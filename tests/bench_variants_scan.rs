@@ -89,7 +89,11 @@ fn files_are_named_by_the_rule_they_show_and_the_good_ones_raise_nothing() {
                     file.starts_with(&stem),
                     "{file} runs {code}: name it {stem}…"
                 );
-                if !HANDLED_IN_SOURCE.contains(code) {
+                // A rule without a scan lens (CA206: a fight needs two writers, which one crate rarely shows)
+                // is shown by its variant at run time only.
+                if rule.has_lens(ctrlaudit::finding::Lens::Scan)
+                    && !HANDLED_IN_SOURCE.contains(code)
+                {
                     assert!(
                         raised.contains(*code),
                         "{file} did not raise {code} (raised {raised:?})"
@@ -177,7 +181,7 @@ fn each_rule_file_differs_from_its_good_twin_only_where_it_says() {
         problems.extend(unmarked_hunks(bad_file, &read(good_file), &read(bad_file)));
         checked += 1;
     }
-    assert_eq!(checked, 9, "one twin check per rule with bench variants");
+    assert_eq!(checked, 10, "one twin check per rule with bench variants");
     assert!(
         problems.is_empty(),
         "{} unmarked differences (mark each with `//~ CODE` or `// twin: why`):\n{}",

@@ -472,6 +472,56 @@ async fn live_sees_a_metric_label_per_object() {
     record_fixture("cardinality", &o, &env.namespace);
 }
 
+/// bad-fight → CA206 on `spec.count`, naming both field managers; nothing else claims the flips.
+#[tokio::test]
+#[ignore = "needs testenv: ./test.sh runs it"]
+async fn live_names_both_sides_of_a_field_ownership_fight() {
+    let _serial = SERIAL.lock().await;
+    let env = common::testenv("live-field-fight").await;
+    let (o, _) = scenario(
+        &env,
+        (Code::BadFight, "bad-fight", 5),
+        &[],
+        create_widgets(&env.client, &env.namespace, OBJECTS),
+    )
+    .await;
+    let f = find(&o, "CA206");
+    assert!(
+        f.message.contains("`spec.count`")
+            && f.message.contains("`bad-fight/operator`")
+            && f.message.contains("`bad-fight/scaler`"),
+        "{}",
+        show(&o)
+    );
+    record_fixture("field-fight", &o, &env.namespace);
+}
+
+/// good-one-owner → two writers on the same objects, one owner of `spec.count`: no finding.
+#[tokio::test]
+#[ignore = "needs testenv: ./test.sh runs it"]
+async fn live_is_quiet_when_each_field_has_one_owner() {
+    let _serial = SERIAL.lock().await;
+    let env = common::testenv("live-one-owner").await;
+    let (o, _) = scenario(
+        &env,
+        (Code::GoodOneOwner, "good-one-owner", 5),
+        &[],
+        create_widgets(&env.client, &env.namespace, OBJECTS),
+    )
+    .await;
+    let report = show(&o);
+    assert!(o.findings.is_empty(), "good-one-owner raised:\n{report}");
+    // The scaler did take `spec.count` from the creator: a handover was seen, and it is not a fight.
+    assert!(
+        o.snapshot
+            .objects
+            .iter()
+            .all(|x| x.has_status && x.generation >= 2),
+        "{report}"
+    );
+    record_fixture("one-owner", &o, &env.namespace);
+}
+
 /// good → no finding at all, and every object has a status.
 #[tokio::test]
 #[ignore = "needs testenv: ./test.sh runs it"]

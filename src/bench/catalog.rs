@@ -141,6 +141,20 @@ pub static VARIANTS: &[VariantSpec] = &[
         Some("CA402"),
         "good + per-object metric labels (namespace, name)",
     ),
+    v(
+        "good-one-owner",
+        Code::GoodOneOwner,
+        5,
+        None,
+        "good + a scaler that owns spec.count (server-side apply); the operator leaves it alone",
+    ),
+    v(
+        "bad-fight",
+        Code::BadFight,
+        5,
+        Some("CA206"),
+        "good-one-owner where the operator also forces spec.count to another value",
+    ),
 ];
 
 /// A variant by name.

@@ -144,6 +144,10 @@ pub struct ObjectRecord {
     pub churn: Vec<FieldChurn>,
     /// Writers of the main resource and of `/status` seen during the window, with their write counts.
     pub writers: Vec<WriterCount>,
+    /// Fields whose owner (managedFields) changed during the window. Omitted when empty, so recordings made
+    /// before it existed read the same.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub handovers: Vec<FieldHandover>,
     /// The last few writes, newest last (bounded).
     pub history: Vec<WriteEvent>,
 }
@@ -199,6 +203,22 @@ pub struct FieldChurn {
     pub volatile_changes: u32,
     /// The field manager that owns the field (managedFields), if known.
     pub manager: Option<String>,
+}
+
+/// A field that passed from one field manager to another during the window (managedFields), e.g.
+/// `spec.replicas` between an operator and an autoscaler.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct FieldHandover {
+    /// `spec.count`, `metadata.labels[tier]`, `metadata.annotations[example.com/x]`.
+    pub field: String,
+    /// The managers that owned it, in the order they first did.
+    pub owners: Vec<String>,
+    /// Times it changed owner.
+    pub handovers: u32,
+    /// Handovers after which the field held a value that its new owner had already set before: the field is
+    /// being flipped back, not handed on.
+    pub reverts: u32,
 }
 
 /// Writes attributed to one manager, by main resource or `/status`.

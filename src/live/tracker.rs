@@ -5,7 +5,8 @@
 //! 410 Gone compares each listed object's resourceVersion with the digest, so a write is counted once.
 
 use crate::live::snapshot::{
-    FieldChurn, ManagerEntry, ObjectRecord, ReadyCondition, WriteCounts, WriteEvent, WriterCount,
+    FieldChurn, FieldHandover, ManagerEntry, ObjectRecord, ReadyCondition, WriteCounts, WriteEvent,
+    WriterCount,
 };
 use crate::live::volatile::looks_volatile;
 use k8s_openapi::jiff;
@@ -21,6 +22,12 @@ const HISTORY: usize = 8;
 const MAX_FIELDS: usize = 32;
 /// Churning fields remembered per object.
 const MAX_CHURN: usize = 8;
+/// Owned fields followed per written object; one that never changed hands makes room for a new one.
+const MAX_OWNED: usize = 16;
+/// Leaves read from one managedFields entry: a Deployment's creator owns dozens, a fight is over one or two.
+const MAX_LEAVES: usize = 64;
+/// Owners remembered per field (with the value each last set).
+const MAX_OWNERS: usize = 4;
 
 /// One event of a watch, in kube-rs `watcher::Event` terms but without the runtime types.
 #[derive(Debug)]
@@ -72,6 +79,17 @@ struct Churn {
     manager: Option<Arc<str>>,
 }
 
+/// Who owns one field of a written object, and how often it changed hands.
+#[derive(Debug, Clone)]
+struct Owned {
+    field: Arc<str>,
+    owner: Arc<str>,
+    handovers: u32,
+    reverts: u32,
+    /// Each owner so far and the value (hashed) it last left the field at, in the order they first owned it.
+    owners: Vec<(Arc<str>, u64)>,
+}
+
 #[derive(Debug, Clone)]
 struct Hist {
     t_ms: i64,
@@ -92,6 +110,7 @@ struct Activity {
     churn: Vec<Churn>,
     writers: Vec<(Arc<str>, bool, u32)>,
     history: VecDeque<Hist>,
+    owned: Vec<Owned>,
 }
 
 /// The digest of one object: about 200 bytes in the map plus its managedFields entries; a written object also
@@ -186,6 +205,12 @@ impl TypeTracker {
                 total += a.churn.capacity() * size_of::<Churn>();
                 total += a.writers.capacity() * size_of::<(Arc<str>, bool, u32)>();
                 total += a.history.capacity() * size_of::<Hist>();
+                total += a.owned.capacity() * size_of::<Owned>();
+                total += a
+                    .owned
+                    .iter()
+                    .map(|o| o.owners.capacity() * size_of::<(Arc<str>, u64)>())
+                    .sum::<usize>();
             }
         }
         // Interned strings: two counters and the text, once for all objects.
@@ -397,6 +422,17 @@ impl Shared {
                     manager: h.manager.as_deref().map(str::to_string),
                 })
                 .collect(),
+            handovers: activity
+                .into_iter()
+                .flat_map(|a| &a.owned)
+                .filter(|o| o.handovers > 0)
+                .map(|o| FieldHandover {
+                    field: o.field.to_string(),
+                    owners: o.owners.iter().map(|(m, _)| m.to_string()).collect(),
+                    handovers: o.handovers,
+                    reverts: o.reverts,
+                })
+                .collect(),
         }
     }
 }
@@ -588,6 +624,130 @@ fn changed_keys(old: &[(Arc<str>, u64)], new: &[(Arc<str>, u64)]) -> Vec<Arc<str
     out
 }
 
+/// Updates who owns each field that the managedFields entries changed by this write own now: a field whose
+/// owner differs from the last one seen changed hands.
+fn follow_owners(
+    strings: &mut Interner,
+    owned: &mut Vec<Owned>,
+    changed: &[&Manager],
+    obj: &DynamicObject,
+) {
+    let entries = obj.metadata.managed_fields.iter().flatten().filter(|e| {
+        changed.iter().any(|m| {
+            &*m.manager == e.manager.as_deref().unwrap_or("")
+                && &*m.operation == e.operation.as_deref().unwrap_or("")
+                && m.status == (e.subresource.as_deref() == Some("status"))
+        })
+    });
+    for e in entries {
+        let Some(fields) = e.fields_v1.as_ref() else {
+            continue;
+        };
+        let manager = strings.get(e.manager.as_deref().unwrap_or(""));
+        for (path, value) in owned_leaves(obj, &fields.0) {
+            let field = strings.get(&path);
+            match owned.iter_mut().find(|o| o.field == field) {
+                Some(o) => {
+                    if o.owner != manager {
+                        o.handovers += 1;
+                        if o.owners.iter().any(|(m, v)| *m == manager && *v == value) {
+                            o.reverts += 1;
+                        }
+                        o.owner = manager.clone();
+                    }
+                    match o.owners.iter().position(|(m, _)| *m == manager) {
+                        Some(i) => o.owners[i].1 = value,
+                        None if o.owners.len() < MAX_OWNERS => {
+                            o.owners.push((manager.clone(), value));
+                        }
+                        None => {}
+                    }
+                }
+                None => {
+                    let new = Owned {
+                        field,
+                        owner: manager.clone(),
+                        handovers: 0,
+                        reverts: 0,
+                        owners: vec![(manager.clone(), value)],
+                    };
+                    if owned.len() < MAX_OWNED {
+                        owned.push(new);
+                    } else if let Some(idle) = owned.iter_mut().find(|o| o.handovers == 0) {
+                        *idle = new;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The leaf fields of one managedFields entry (`fieldsV1`) as paths, with a hash of each one's value in `obj`.
+/// Metadata other than labels and annotations is left out (every writer touches it); a list keyed by `k:`/`v:`
+/// entries counts as one leaf, the whole list.
+fn owned_leaves(obj: &DynamicObject, fields: &Value) -> Vec<(String, u64)> {
+    fn walk(prefix: &str, node: &Value, value: Option<&Value>, out: &mut Vec<(String, u64)>) {
+        let Some(children) = node.as_object() else {
+            return;
+        };
+        let named: Vec<(&str, &Value)> = children
+            .iter()
+            .filter_map(|(k, v)| k.strip_prefix("f:").map(|k| (k, v)))
+            .collect();
+        let keyed = children
+            .keys()
+            .any(|k| k.starts_with("k:") || k.starts_with("v:") || k.starts_with("i:"));
+        if named.is_empty() || keyed {
+            if !prefix.is_empty() && out.len() < MAX_LEAVES {
+                out.push((prefix.to_string(), value.map_or(0, hash_of)));
+            }
+            return;
+        }
+        for (k, child) in named {
+            let path = if prefix.is_empty() {
+                k.to_string()
+            } else {
+                format!("{prefix}.{k}")
+            };
+            walk(&path, child, value.and_then(|v| v.get(k)), out);
+        }
+    }
+    let mut out = Vec::new();
+    let Some(top) = fields.as_object() else {
+        return out;
+    };
+    for (k, node) in top {
+        match k.as_str() {
+            "f:metadata" => {
+                let meta = &obj.metadata;
+                for (section, map) in [("labels", &meta.labels), ("annotations", &meta.annotations)]
+                {
+                    let Some(keys) = node.get(format!("f:{section}")).and_then(Value::as_object)
+                    else {
+                        continue;
+                    };
+                    for key in keys.keys().filter_map(|k| k.strip_prefix("f:")) {
+                        if out.len() >= MAX_LEAVES {
+                            break;
+                        }
+                        let value = map.as_ref().and_then(|m| m.get(key));
+                        out.push((
+                            format!("metadata.{section}[{key}]"),
+                            value.map_or(0, |v| hash_str(v)),
+                        ));
+                    }
+                }
+            }
+            other => {
+                if let Some(name) = other.strip_prefix("f:") {
+                    walk(name, node, obj.data.get(name), &mut out);
+                }
+            }
+        }
+    }
+    out
+}
+
 /// The value of a status leaf path (`status.a.b`, `status.conditions[Ready].x`) in `obj`, as text.
 fn status_leaf_value(obj: &DynamicObject, path: &str) -> Option<String> {
     let mut cur = obj.data.get("status")?;
@@ -742,6 +902,8 @@ fn record_write(
             }
         }
     }
+
+    follow_owners(strings, &mut activity.owned, &changed, obj);
 
     let writes = &mut activity.writes;
     writes.total += 1;
@@ -913,5 +1075,101 @@ mod tests {
         assert_eq!(r.churn[0].volatile_changes, 1);
         assert_eq!(r.churn[0].manager.as_deref(), Some("looper"));
         assert_eq!(r.writers[0].subresource, "status");
+    }
+
+    /// A Widget whose `spec.count` is owned by `owner` (and `spec.message` by the creator), at `count`.
+    fn fought(rv: u32, count: i64, owner: &str, t: &str) -> DynamicObject {
+        let other = if owner == "operator" {
+            "scaler"
+        } else {
+            "operator"
+        };
+        serde_json::from_value(json!({
+            "apiVersion": "bench.ctrlaudit.io/v1alpha1",
+            "kind": "Widget",
+            "metadata": {
+                "name": "w", "namespace": "ns", "resourceVersion": rv.to_string(), "generation": rv,
+                "labels": {"tier": "gold"},
+                "managedFields": [
+                    {"manager": "creator", "operation": "Update", "time": "2026-01-01T00:00:00Z",
+                     "fieldsType": "FieldsV1",
+                     "fieldsV1": {"f:metadata": {"f:labels": {"f:tier": {}}}, "f:spec": {"f:message": {}}}},
+                    {"manager": owner, "operation": "Apply", "time": t,
+                     "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {"f:count": {}}}},
+                    {"manager": other, "operation": "Apply", "time": "2026-01-01T00:00:00Z",
+                     "fieldsType": "FieldsV1", "fieldsV1": {}},
+                ],
+            },
+            "spec": {"count": count, "message": "m"},
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_field_flipped_between_two_managers_counts_handovers_and_reverts() {
+        let mut t = TypeTracker::new("g", "Widget", "widgets");
+        t.handle(0, WatchEvent::Init);
+        t.handle(
+            0,
+            WatchEvent::InitApply(&fought(1, 1, "operator", "2026-01-01T00:00:01Z")),
+        );
+        t.handle(0, WatchEvent::InitDone);
+        // scaler sets 2, operator puts 1 back, scaler 2 again, operator 1 again.
+        for (i, (count, owner)) in [
+            (2, "scaler"),
+            (1, "operator"),
+            (2, "scaler"),
+            (1, "operator"),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let rv = i as u32 + 2;
+            let stamp = format!("2026-01-01T00:00:0{rv}Z");
+            t.handle(
+                i64::from(rv) * 1000,
+                WatchEvent::Apply(&fought(rv, count, owner, &stamp)),
+            );
+        }
+        let r = &t.records()[0];
+        assert_eq!(r.handovers.len(), 1, "{r:?}");
+        let h = &r.handovers[0];
+        assert_eq!(h.field, "spec.count");
+        // The first write only shows who owns it now; the three after it each hand it over.
+        assert_eq!((h.handovers, h.reverts), (3, 2), "{h:?}");
+        assert_eq!(h.owners, vec!["scaler".to_string(), "operator".to_string()]);
+    }
+
+    #[test]
+    fn owned_leaves_are_paths_and_a_keyed_list_is_one_leaf() {
+        let entry = |m: &str, fields: Value| {
+            json!({"manager": m, "operation": "Update", "time": "2026-01-01T00:00:01Z",
+                   "fieldsType": "FieldsV1", "fieldsV1": fields})
+        };
+        let o: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "c", "namespace": "ns", "labels": {"tier": "gold"},
+                "managedFields": [entry("a", json!({"f:metadata": {"f:labels": {"f:tier": {}},
+                    "f:finalizers": {".": {}, "v:\"x\"": {}}},
+                    "f:data": {"f:k": {}},
+                    "f:spec": {"f:containers": {"k:{\"name\":\"c\"}": {".": {}, "f:image": {}}}}}))]},
+            "data": {"k": "v"},
+            "spec": {"containers": [{"name": "c", "image": "i"}]},
+        }))
+        .unwrap();
+        let leaves = owned_leaves(
+            &o,
+            &o.metadata.managed_fields.as_ref().unwrap()[0]
+                .fields_v1
+                .as_ref()
+                .unwrap()
+                .0,
+        );
+        let paths: Vec<&str> = leaves.iter().map(|(p, _)| p.as_str()).collect();
+        assert_eq!(
+            paths,
+            vec!["data.k", "metadata.labels[tier]", "spec.containers"]
+        );
+        assert_eq!(leaves[1].1, hash_str("gold"));
     }
 }

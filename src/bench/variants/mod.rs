@@ -8,12 +8,14 @@ pub mod ca101_status_written_through_main_resource;
 pub mod ca201_reconcile_without_generation_predicate;
 pub mod ca202_volatile_value_written_every_reconcile;
 pub mod ca203_polling_requeue;
+pub mod ca206_field_ownership_fight;
 pub mod ca301_replace_with_conflict_retry;
 pub mod ca302_unbounded_reconcile_concurrency;
 pub mod ca303_uncached_read_in_reconcile;
 pub mod ca401_controller_per_tenant;
 pub mod ca402_unbounded_metric_label;
 pub mod good;
+pub mod good_one_owner;
 pub mod shared;
 
 use std::sync::Arc;
@@ -70,6 +72,8 @@ pub enum Code {
     PerTenant,
     Shared,
     BadCardinality,
+    GoodOneOwner,
+    BadFight,
 }
 
 /// Runs `code` over `namespaces` until the context's stop signal (the tenant designs take all of them, the
@@ -93,6 +97,8 @@ pub async fn run(code: Code, namespaces: Vec<String>, ctx: Arc<VariantCtx>) -> a
         Code::PerTenant => ca401_controller_per_tenant::run(namespaces, ctx).await,
         Code::Shared => shared::run(ctx).await,
         Code::BadCardinality => ca402_unbounded_metric_label::run(first, ctx).await,
+        Code::GoodOneOwner => good_one_owner::run(first, ctx).await,
+        Code::BadFight => ca206_field_ownership_fight::run(first, ctx).await,
     }
 }
 
@@ -112,6 +118,8 @@ impl Code {
             Code::BadUncached => "ca303_uncached_read_in_reconcile.rs",
             Code::PerTenant => "ca401_controller_per_tenant.rs",
             Code::BadCardinality => "ca402_unbounded_metric_label.rs",
+            Code::GoodOneOwner => "good_one_owner.rs",
+            Code::BadFight => "ca206_field_ownership_fight.rs",
         }
     }
 }

@@ -6,6 +6,7 @@ pub mod ca102_convergence_lag;
 pub mod ca201_reconcile_without_generation_predicate;
 pub mod ca202_volatile_value_written_every_reconcile;
 pub mod ca203_polling_requeue;
+pub mod ca206_field_ownership_fight;
 pub mod ca301_replace_without_conflict_handling;
 pub mod ca302_unbounded_reconcile_concurrency;
 pub mod ca303_uncached_read_in_reconcile;
@@ -35,6 +36,7 @@ pub const DETECTORS: &[(&str, Detector)] = &[
         ca202_volatile_value_written_every_reconcile::detect,
     ),
     ("CA203", ca203_polling_requeue::detect),
+    ("CA206", ca206_field_ownership_fight::detect),
     ("CA301", ca301_replace_without_conflict_handling::detect),
     ("CA302", ca302_unbounded_reconcile_concurrency::detect),
     ("CA303", ca303_uncached_read_in_reconcile::detect),
