@@ -3,7 +3,8 @@
 //! agent). Figures go to docs/live.md.
 //!
 //! Run: `eval "$(testenv/start.sh --audit)"; cargo bench --bench live_10k`. `LIVE_BENCH_OBJECTS` changes the
-//! 10,000. Under `cargo test --all-targets` (no `--bench` argument) it does nothing, so the test run stays short.
+//! 10,000; `LIVE_BENCH_KIND=configmaps` watches ConfigMaps instead (`--resource configmaps`: a built-in kind,
+//! watched for metadata only). Under `cargo test --all-targets` (no `--bench` argument) it does nothing, so the test run stays short.
 #![allow(clippy::unwrap_used)]
 
 #[path = "../tests/common/mod.rs"]
@@ -14,6 +15,7 @@ use std::time::{Duration, Instant};
 use ctrlaudit::bench::widget::{Widget, WidgetSpec};
 use ctrlaudit::live;
 use futures::StreamExt;
+use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
 
@@ -112,10 +114,11 @@ async fn live_memory_and_requests_at_10k_widgets() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(10_000);
+    let configmaps = std::env::var("LIVE_BENCH_KIND").is_ok_and(|k| k == "configmaps");
     let log = env.audit_log.clone().unwrap();
     let readonly = env.dir.join("readonly.kubeconfig");
     let args = |ns: &str| -> Vec<String> {
-        vec![
+        let mut v: Vec<String> = vec![
             "live".into(),
             "-n".into(),
             ns.into(),
@@ -125,18 +128,33 @@ async fn live_memory_and_requests_at_10k_widgets() {
             "json".into(),
             "--kubeconfig".into(),
             readonly.display().to_string(),
-        ]
+        ];
+        if configmaps {
+            v.extend(["--resource".into(), "configmaps".into()]);
+        }
+        v
     };
 
     // Baseline: the same run over an empty namespace.
     let (base_kib, _, _) = run_and_measure(args(&empty.namespace)).await;
 
     let api: Api<Widget> = Api::namespaced(env.client.clone(), &env.namespace);
+    let cms: Api<ConfigMap> = Api::namespaced(env.client.clone(), &env.namespace);
     let t = Instant::now();
     futures::stream::iter(0..n)
         .map(|i| {
             let api = api.clone();
+            let cms = cms.clone();
             async move {
+                if configmaps {
+                    let cm: ConfigMap = serde_json::from_value(json!({
+                        "metadata": {"name": format!("w-{i:05}"), "labels": {"app": "shop"}},
+                        "data": {"config.yaml": "replicas: 3\nmessage: a config map of moderate size\n"},
+                    }))
+                    .unwrap();
+                    cms.create(&PostParams::default(), &cm).await.unwrap();
+                    return;
+                }
                 let w = Widget::new(
                     &format!("w-{i:05}"),
                     WidgetSpec {
@@ -150,23 +168,33 @@ async fn live_memory_and_requests_at_10k_widgets() {
         .buffer_unordered(32)
         .collect::<Vec<_>>()
         .await;
-    eprintln!("created {n} widgets in {:.1}s", t.elapsed().as_secs_f64());
+    let what = if configmaps { "configmaps" } else { "widgets" };
+    eprintln!("created {n} {what} in {:.1}s", t.elapsed().as_secs_f64());
 
     // During the window: 1,000 objects get an annotation written twice (writes the tracker must digest).
     let since = now_ms();
     let churn = {
         let api = api.clone();
+        let cms = cms.clone();
         async move {
             tokio::time::sleep(Duration::from_secs(5)).await;
             for round in 0..2 {
                 futures::stream::iter(0..n.min(1_000))
                     .map(|i| {
                         let api = api.clone();
+                        let cms = cms.clone();
                         async move {
                             let p = json!({"metadata": {"annotations": {"bench/round": format!("r{round}")}}});
-                            let _ = api
-                                .patch(&format!("w-{i:05}"), &PatchParams::default(), &Patch::Merge(&p))
-                                .await;
+                            let name = format!("w-{i:05}");
+                            let _ = if configmaps {
+                                cms.patch(&name, &PatchParams::default(), &Patch::Merge(&p))
+                                    .await
+                                    .map(|_| ())
+                            } else {
+                                api.patch(&name, &PatchParams::default(), &Patch::Merge(&p))
+                                    .await
+                                    .map(|_| ())
+                            };
                         }
                     })
                     .buffer_unordered(16)
@@ -180,7 +208,7 @@ async fn live_memory_and_requests_at_10k_widgets() {
     let (requests, by) = audit_requests_since(&log, since);
 
     let per_object = (peak_kib.saturating_sub(base_kib) as f64 * 1024.0) / n as f64;
-    eprintln!("--- live at {n} widgets (20 s window) ---");
+    eprintln!("--- live at {n} {what} (20 s window) ---");
     eprintln!(
         "peak RSS: {:.1} MiB (empty namespace: {:.1} MiB)",
         peak_kib as f64 / 1024.0,

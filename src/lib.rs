@@ -6,6 +6,7 @@ pub mod config;
 pub mod connect;
 pub mod demo;
 pub mod duration;
+pub mod endpoint;
 pub mod exit;
 pub mod fetch;
 pub mod finding;

@@ -19,6 +19,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("policy", 3),
     ("connect", 3),
     ("fetch", 3),
+    ("endpoint", 3),
     ("output", 3),
     ("rules", 4),
     ("finding", 4),

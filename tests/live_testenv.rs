@@ -1021,3 +1021,387 @@ async fn live_falls_back_on_paged_lists_without_watchlist() {
         "a note on the watch:\n{report}"
     );
 }
+
+/// `--resource deployments --owned`: a built-in kind watched for metadata only, and the objects a Widget owns
+/// among the namespace's ConfigMaps (and only those). Two field managers flipping a Deployment's replicas raise
+/// CA206; a timestamp stamped on an owned ConfigMap raises CA202; the same on a ConfigMap nobody owns is not
+/// seen at all.
+#[tokio::test]
+#[ignore = "needs testenv: ./test.sh runs it"]
+async fn live_watches_built_in_kinds_and_what_a_custom_resource_owns() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+    let _serial = SERIAL.lock().await;
+    let env = common::testenv("live-builtin").await;
+    let ns = env.namespace.clone();
+    create_widgets(&env.client, &ns, 1).await;
+    let widgets: Api<Widget> = Api::namespaced(env.client.clone(), &ns);
+    let owner = widgets.get("w-0").await.unwrap();
+    let owner_ref = json!([{
+        "apiVersion": "bench.ctrlaudit.io/v1alpha1", "kind": "Widget", "name": "w-0",
+        "uid": owner.metadata.uid.clone().unwrap(), "controller": true,
+    }]);
+    let cms: Api<ConfigMap> = Api::namespaced(env.client.clone(), &ns);
+    for (name, owned) in [("owned-cm", true), ("stray-cm", false)] {
+        let mut meta = json!({"name": name});
+        if owned {
+            meta["ownerReferences"] = owner_ref.clone();
+        }
+        let cm: ConfigMap =
+            serde_json::from_value(json!({"metadata": meta, "data": {"k": "v"}})).unwrap();
+        cms.create(&PostParams::default(), &cm).await.unwrap();
+    }
+    let secrets: Api<Secret> = Api::namespaced(env.client.clone(), &ns);
+    let secret: Secret = serde_json::from_value(json!({
+        "metadata": {"name": "owned-secret", "ownerReferences": owner_ref},
+        "stringData": {"password": "do-not-read-me"},
+    }))
+    .unwrap();
+    secrets
+        .create(&PostParams::default(), &secret)
+        .await
+        .unwrap();
+    let deployments: Api<Deployment> = Api::namespaced(env.client.clone(), &ns);
+    let d: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": "web", "labels": {"app": "web"}},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "web", "image": "nginx"}]}}},
+    }))
+    .unwrap();
+    deployments
+        .create(&PostParams::default(), &d)
+        .await
+        .unwrap();
+
+    let drive = async {
+        for i in 0..8 {
+            // An "operator" and an "autoscaler" each force the replicas they want.
+            let (manager, replicas) = if i % 2 == 0 {
+                ("operator", 2)
+            } else {
+                ("autoscaler", 3)
+            };
+            let body = json!({"apiVersion": "apps/v1", "kind": "Deployment", "spec": {"replicas": replicas}});
+            deployments
+                .patch(
+                    "web",
+                    &PatchParams::apply(manager).force(),
+                    &Patch::Apply(&body),
+                )
+                .await
+                .unwrap();
+            let stamp = json!({"metadata": {"annotations": {"example.com/seen": format!("2026-12-01T10:00:0{i}Z")}}});
+            let pp = PatchParams {
+                field_manager: Some("stamper".into()),
+                ..PatchParams::default()
+            };
+            for cm in ["owned-cm", "stray-cm"] {
+                cms.patch(cm, &pp, &Patch::Merge(&stamp)).await.unwrap();
+            }
+            tokio::time::sleep(Duration::from_millis(400)).await;
+        }
+    };
+    let o = observe(
+        &env,
+        &["--resource", "widgets", "--resource", "deploy", "--owned"],
+        drive,
+    )
+    .await;
+    let report = show(&o);
+    let fight = find(&o, "CA206");
+    assert!(
+        fight.message.contains("`spec.replicas` of 1 deployments")
+            && fight.message.contains("`autoscaler` and `operator`"),
+        "{report}"
+    );
+    assert!(
+        matches!(&fight.subject, Subject::Object { kind, .. } if kind == "Deployment"),
+        "{report}"
+    );
+    let stamp = find(&o, "CA202");
+    assert!(
+        stamp.message.contains("example.com/seen") && stamp.message.contains("configmaps"),
+        "{report}"
+    );
+    let names: BTreeSet<&str> = o.snapshot.objects.iter().map(|x| x.name.as_str()).collect();
+    assert!(
+        names.contains("owned-cm") && names.contains("owned-secret") && !names.contains("stray-cm"),
+        "{names:?}"
+    );
+    let types = |plural: &str| {
+        o.snapshot
+            .resources
+            .iter()
+            .find(|r| r.plural == plural)
+            .unwrap_or_else(|| panic!("{plural} not in {:?}", o.snapshot.resources))
+    };
+    assert!(types("deployments").metadata_only && !types("deployments").owned);
+    assert!(types("configmaps").metadata_only && types("configmaps").owned);
+    assert!(
+        types("secrets").metadata_only,
+        "a Secret is only ever read as metadata"
+    );
+    assert!(!types("widgets").metadata_only);
+    // Metadata only: nothing of a Secret's data reaches the snapshot.
+    let text = serde_json::to_string(&o.snapshot).unwrap();
+    assert!(
+        !text.contains("do-not-read-me") && !text.contains("ZG8tbm90"),
+        "secret data leaked"
+    );
+}
+
+/// Creates every object of `deploy/kubectl-ctrlaudit.yaml` (so the API server validates the manifests), then a
+/// token for its ServiceAccount and a kubeconfig that authenticates with it, as a pod's would.
+async fn deploy_manifests_and_service_account_kubeconfig(plane: &common::plane::Plane) -> PathBuf {
+    use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+    use k8s_openapi::api::core::v1::ServiceAccount;
+    use kube::api::DynamicObject;
+    use kube::discovery::Discovery;
+    let text = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("deploy/kubectl-ctrlaudit.yaml"),
+    )
+    .unwrap();
+    let discovery = Discovery::new(plane.client.clone()).run().await.unwrap();
+    for doc in yaml_serde::Deserializer::from_str(&text) {
+        let obj: DynamicObject = serde::Deserialize::deserialize(doc).unwrap();
+        let types = obj.types.clone().unwrap();
+        let gvk = kube::api::GroupVersionKind::try_from(&types).unwrap();
+        let (ar, caps) = discovery.resolve_gvk(&gvk).unwrap();
+        let api: Api<DynamicObject> = match (&obj.metadata.namespace, caps.scope) {
+            (Some(ns), kube::discovery::Scope::Namespaced) => {
+                Api::namespaced_with(plane.client.clone(), ns, &ar)
+            }
+            _ => Api::all_with(plane.client.clone(), &ar),
+        };
+        api.create(&PostParams::default(), &obj)
+            .await
+            .unwrap_or_else(|e| panic!("{} {:?}: {e}", types.kind, obj.metadata.name));
+    }
+    let sas: Api<ServiceAccount> = Api::namespaced(plane.client.clone(), "ctrlaudit");
+    let token = sas
+        .create_token_request(
+            "kubectl-ctrlaudit",
+            &PostParams::default(),
+            &TokenRequest {
+                spec: TokenRequestSpec {
+                    expiration_seconds: Some(3600),
+                    ..TokenRequestSpec::default()
+                },
+                ..TokenRequest::default()
+            },
+        )
+        .await
+        .unwrap()
+        .status
+        .unwrap()
+        .token;
+    let mut kc = kube::config::Kubeconfig::read_from(&plane.kubeconfig).unwrap();
+    for a in &mut kc.auth_infos {
+        a.auth_info = Some(kube::config::AuthInfo {
+            token: Some(token.clone().into()),
+            ..kube::config::AuthInfo::default()
+        });
+    }
+    let path = plane.dir.join("service-account.kubeconfig");
+    std::fs::write(&path, serde_json::to_string(&kc).unwrap()).unwrap();
+    path
+}
+
+/// The samples of one scrape of `url`, or why not.
+async fn scrape(url: &str) -> Result<prometheus_parse::Scrape, String> {
+    let limits = ctrlaudit::fetch::Limits {
+        max_bytes: 1 << 20,
+        timeout: Duration::from_secs(5),
+        user_agent: "ctrlaudit-tests",
+        accept: "text/plain",
+    };
+    let text = ctrlaudit::fetch::get(url, limits)
+        .await
+        .map_err(|e| e.to_string())?;
+    prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string())))
+        .map_err(|e| e.to_string())
+}
+
+fn sample(s: &prometheus_parse::Scrape, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    s.samples
+        .iter()
+        .find(|x| x.metric == name && labels.iter().all(|(k, v)| x.labels.get(k) == Some(*v)))
+        .map(|x| match x.value {
+            prometheus_parse::Value::Counter(v)
+            | prometheus_parse::Value::Gauge(v)
+            | prometheus_parse::Value::Untyped(v) => v,
+            _ => f64::NAN,
+        })
+}
+
+/// Polls `url` until `done` holds for a scrape, within `within`.
+async fn scrape_until(
+    url: &str,
+    within: Duration,
+    what: &str,
+    done: impl Fn(&prometheus_parse::Scrape) -> bool,
+) -> prometheus_parse::Scrape {
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        let last = match scrape(url).await {
+            Ok(s) if done(&s) => return s,
+            Ok(s) => format!(
+                "{:?}",
+                s.samples
+                    .iter()
+                    .map(|x| (&x.metric, &x.value))
+                    .collect::<Vec<_>>()
+            ),
+            Err(e) => e,
+        };
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{what}: not within {within:?}; last: {last}"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}
+
+/// `live --serve` as a process authenticated as deploy/'s ServiceAccount (a token, as in a pod): windows one
+/// after another with the looping writer's CA202 in its metrics, which parse as Prometheus text; it goes on
+/// after the API server is killed and restarted; SIGTERM stops it at once with exit 0.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs testenv: ./test.sh runs it"]
+async fn live_serve_publishes_each_window_rides_out_a_restart_and_stops_on_sigterm() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let plane = common::plane::Plane::start("live-serve").await;
+    let kubeconfig = deploy_manifests_and_service_account_kubeconfig(&plane).await;
+    let ns = common::create_namespace(&plane.client, "live-serve")
+        .await
+        .unwrap();
+    create_widgets(&plane.client, &ns, OBJECTS).await;
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (api, stop) = (
+            Api::<Widget>::namespaced(plane.client.clone(), &ns),
+            stop.clone(),
+        );
+        tokio::spawn(async move {
+            let pp = PatchParams::apply("looper").force();
+            while !stop.load(Ordering::Relaxed) {
+                for i in 0..OBJECTS {
+                    let patch = json!({
+                        "apiVersion": "bench.ctrlaudit.io/v1alpha1", "kind": "Widget",
+                        "metadata": {"annotations": {"example.com/touched": jiff::Timestamp::now().to_string()}}
+                    });
+                    let _ = api
+                        .patch(&format!("w-{i}"), &pp, &Patch::Apply(&patch))
+                        .await;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        })
+    };
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let url = format!("http://{addr}/metrics");
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_kubectl-ctrlaudit"))
+        .args([
+            "live",
+            "-n",
+            &ns,
+            "--serve",
+            &addr,
+            "--duration",
+            "3s",
+            "--no-apiserver-metrics",
+        ])
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+
+    let windows =
+        |s: &prometheus_parse::Scrape| sample(s, "ctrlaudit_windows_total", &[]).unwrap_or(0.0);
+    let s = scrape_until(
+        &url,
+        Duration::from_secs(90),
+        "two windows with CA202",
+        |s| {
+            windows(s) >= 2.0
+                && sample(s, "ctrlaudit_rule_findings", &[("rule", "CA202")]).unwrap_or(0.0) >= 1.0
+        },
+    )
+    .await;
+    assert_eq!(
+        sample(
+            &s,
+            "ctrlaudit_findings",
+            &[("rule", "CA202"), ("controller", "looper")]
+        ),
+        Some(1.0),
+        "{:?}",
+        s.samples
+    );
+    // Every live rule has a series, 0 when quiet.
+    assert_eq!(
+        sample(&s, "ctrlaudit_rule_findings", &[("rule", "CA206")]),
+        Some(0.0)
+    );
+
+    tokio::task::block_in_place(|| plane.kill_apiserver());
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    plane.restart_apiserver().await;
+    let before = windows(&scrape(&url).await.unwrap());
+    // Two whole windows after the restart, with the loop seen again.
+    let s = scrape_until(
+        &url,
+        Duration::from_secs(90),
+        "windows after the restart",
+        |s| {
+            windows(s) >= before + 2.0
+                && sample(
+                    s,
+                    "ctrlaudit_findings",
+                    &[("rule", "CA202"), ("controller", "looper")],
+                ) == Some(1.0)
+        },
+    )
+    .await;
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "it exited during the outage"
+    );
+    eprintln!(
+        "windows {} (unobserved {:?})",
+        windows(&s),
+        sample(&s, "ctrlaudit_windows_unobserved_total", &[])
+    );
+
+    let pid = child.id().unwrap().to_string();
+    let sent = std::time::Instant::now();
+    std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(20), child.wait())
+        .await
+        .expect("still running 20 s after SIGTERM")
+        .unwrap();
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = e.read_to_string(&mut err).await;
+    }
+    assert!(status.success(), "{status:?}\n{err}");
+    assert!(err.contains("stopped"), "{err}");
+    eprintln!("stopped {:?} after SIGTERM", sent.elapsed());
+    assert!(
+        scrape(&url).await.is_err(),
+        "the endpoint outlived the process"
+    );
+    stop.store(true, Ordering::Relaxed);
+    writer.await.unwrap();
+}

@@ -15,12 +15,12 @@ use tokio::process::{Child, Command};
 use super::catalog;
 use super::client::{self, RestMetrics};
 use super::cluster;
-use super::endpoint;
 use super::instrument::{VariantCtx, VariantOptions};
 use super::variants;
 use super::widget::Widget;
 use crate::connect::ClusterArgs;
 use crate::duration;
+use crate::endpoint;
 
 /// The binary to start children from: `CTRLAUDIT_BENCH_EXE`, else this process's own executable.
 pub fn exe() -> Result<PathBuf> {

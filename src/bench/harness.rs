@@ -25,9 +25,10 @@ use super::instrument::{StopHandle, VariantCtx, VariantOptions};
 use super::report::{ApiServer, BenchReport, Bookkeeping, Method, Speed};
 use super::summary::{self, Meta};
 use super::widget::Widget;
-use super::{chart, churn, endpoint, probe, variants};
+use super::{chart, churn, probe, variants};
 use crate::connect::ClusterArgs;
 use crate::duration;
+use crate::endpoint;
 use crate::exit::Failure;
 
 /// Requests in flight while creating objects: enough to keep one API server busy, not to drown it.

@@ -2,7 +2,7 @@
 //!
 //! `args` validates the command line into a plan; `harness` runs it (with `cluster` for everything outside
 //! the variants, `book` for scraping and bookkeeping, `probe` for the write ceiling, `child` for the
-//! processes it starts); `variants` are the controllers, `instrument`, `client` and `endpoint` their
+//! processes it starts); `variants` are the controllers, `instrument` and `client` (and `crate::endpoint`) their
 //! metrics; `scrape`, `summary`, `stats`, `csv`, `chart` and `report` turn scrapes into results.
 
 pub mod args;
@@ -14,7 +14,6 @@ pub mod churn;
 pub mod client;
 pub mod cluster;
 pub mod csv;
-pub mod endpoint;
 pub mod harness;
 pub mod instrument;
 pub mod probe;

@@ -6,6 +6,7 @@ pub mod collect;
 pub mod detectors;
 pub mod metrics;
 pub mod record;
+pub mod serve;
 pub mod snapshot;
 pub mod tracker;
 pub mod volatile;
@@ -38,9 +39,14 @@ pub struct LiveArgs {
     /// How long to watch: 60s, 2m, 1m30s, 500ms.
     #[arg(long, default_value = "60s", value_parser = crate::duration::parse_arg)]
     pub duration: Duration,
-    /// Only this custom resource type (plural, kind or plural.group); repeatable. Default: all.
+    /// Only this resource type (plural, kind, short name or plural.group); repeatable. Built-in kinds
+    /// (deployments, configmaps, …) are watched for metadata only. Default: every custom resource.
     #[arg(long = "resource", value_name = "TYPE")]
     pub resources: Vec<String>,
+    /// Also watch the objects the watched types own (ownerReferences): the other custom resources and the
+    /// built-in kinds operators create (Deployments, ConfigMaps, Services, Jobs, …), for metadata only.
+    #[arg(long)]
+    pub owned: bool,
     /// A controller's Prometheus endpoint (plain http://); repeatable.
     #[arg(long = "metrics-url", value_name = "URL")]
     pub metrics_urls: Vec<String>,
@@ -80,6 +86,21 @@ pub struct LiveArgs {
     /// Do not draw the progress bar (it is drawn only on a terminal anyway).
     #[arg(long = "no-progress")]
     pub no_progress: bool,
+    /// Run until SIGTERM or Ctrl-C, one --duration window after another, and serve the last window's findings
+    /// as Prometheus metrics at http://ADDR/metrics (e.g. :9464 or 127.0.0.1:9464).
+    #[arg(long, value_name = "ADDR", value_parser = parse_listen, conflicts_with_all = ["replay", "record", "offline"])]
+    pub serve: Option<std::net::SocketAddr>,
+}
+
+/// `:9464` (every interface) or `HOST:PORT`.
+fn parse_listen(s: &str) -> std::result::Result<std::net::SocketAddr, String> {
+    let full = if s.starts_with(':') {
+        format!("0.0.0.0{s}")
+    } else {
+        s.to_string()
+    };
+    full.parse()
+        .map_err(|_| format!("{s:?} is not an address to listen on (:9464 or 127.0.0.1:9464)"))
 }
 
 /// `[NS/]NAME` → (namespace, name).
@@ -158,6 +179,7 @@ pub async fn observe(
                 namespace,
                 duration: a.duration,
                 resources: a.resources.clone(),
+                owned: a.owned,
                 targets,
                 audit_log: a.audit_log.clone(),
                 scrape_interval: a.scrape_interval,
@@ -199,6 +221,10 @@ pub fn run(g: &ClusterArgs, out: &OutputArgs, all_namespaces: bool, a: &LiveArgs
         .enable_all()
         .build()
         .context("starting the async runtime")?;
+    if let Some(addr) = a.serve {
+        rt.block_on(serve_windows(addr, g, all_namespaces, a, &cfg, &policy))?;
+        return Ok(Status::Clean);
+    }
     let observed = rt.block_on(async {
         let client = if a.replay.is_some() || a.offline {
             None
@@ -229,6 +255,78 @@ pub fn run(g: &ClusterArgs, out: &OutputArgs, all_namespaces: bool, a: &LiveArgs
         return Ok(Status::NoEvidence);
     }
     Ok(out.status(&findings))
+}
+
+/// `--serve`: windows until SIGTERM or Ctrl-C, each one's findings published at `addr`. A window in which
+/// nothing could be observed (the API server restarting) is counted as such and the next one starts after the
+/// rest of its time, so an outage neither stops the process nor spins it.
+async fn serve_windows(
+    addr: std::net::SocketAddr,
+    g: &ClusterArgs,
+    all_namespaces: bool,
+    a: &LiveArgs,
+    cfg: &Config,
+    policy: &Policy,
+) -> Result<()> {
+    let metrics = std::sync::Arc::new(serve::ServeMetrics::new());
+    let render = metrics.clone();
+    let (bound, server) =
+        crate::endpoint::serve_on(addr, std::sync::Arc::new(move || render.render())).await?;
+    eprintln!(
+        "serving the findings of each {} window at http://{bound}/metrics until SIGTERM or Ctrl-C",
+        crate::duration::format(a.duration)
+    );
+    let client = g.client(USER_AGENT).await.context(
+        "--serve needs a cluster (a kubeconfig, or the pod's service account in a cluster)",
+    )?;
+    let mut window_args = a.clone();
+    window_args.no_progress = true;
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .context("listening for SIGTERM")?;
+    let stop = async move {
+        tokio::select! {
+            _ = terminate.recv() => {}
+            _ = tokio::signal::ctrl_c() => {}
+        }
+    };
+    tokio::pin!(stop);
+    loop {
+        let started = tokio::time::Instant::now();
+        let window = observe(
+            Some(client.clone()),
+            g,
+            all_namespaces,
+            &window_args,
+            cfg,
+            policy,
+        );
+        let observed = tokio::select! {
+            o = window => o,
+            () = &mut stop => break,
+        };
+        match observed {
+            Ok(o) => {
+                let report = serve::WindowReport::new(&o.snapshot, &o.findings);
+                metrics.record(&report);
+                eprintln!(
+                    "window: {} findings, {} objects, {} notes",
+                    o.findings.len(),
+                    report.objects,
+                    report.notes
+                );
+            }
+            Err(e) => eprintln!("warning: window failed: {e:#}"),
+        }
+        // A window that ended early (nothing observable) waits out its time before the next attempt.
+        let rest = tokio::time::sleep_until(started + a.duration);
+        tokio::select! {
+            () = rest => {}
+            () = &mut stop => break,
+        }
+    }
+    server.abort();
+    eprintln!("stopped");
+    Ok(())
 }
 
 /// This process's peak resident set in KiB (Linux: `VmHWM`), if the system says.

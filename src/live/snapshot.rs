@@ -81,7 +81,7 @@ impl Scope {
     }
 }
 
-/// A custom resource type.
+/// A resource type: a custom resource, or a built-in kind named by `--resource` or added by `--owned`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ResourceType {
@@ -98,6 +98,12 @@ pub struct ResourceType {
     pub relists: u32,
     /// How long the first list took, from the start of the window: before it completes nothing can be judged.
     pub listed_after_ms: Option<i64>,
+    /// Watched for metadata only (`PartialObjectMetadata`: labels, annotations, generation, managedFields,
+    /// ownerReferences): the built-in kinds, whose spec and status no rule reads. A Secret is never read whole.
+    pub metadata_only: bool,
+    /// Watched because of `--owned`: only its objects with an ownerReference to a type watched for its own sake
+    /// are kept.
+    pub owned: bool,
 }
 
 impl ResourceType {

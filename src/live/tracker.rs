@@ -157,6 +157,8 @@ pub struct TypeTracker {
     pub relists: u32,
     /// Events handled.
     pub events: u64,
+    /// Keep only objects with an ownerReference to one of these (group, kind); empty = keep all.
+    owners: Vec<(String, String)>,
 }
 
 impl TypeTracker {
@@ -172,7 +174,23 @@ impl TypeTracker {
             relisting: false,
             relists: 0,
             events: 0,
+            owners: Vec::new(),
         }
+    }
+
+    /// Keeps only objects owned (ownerReferences) by an object of one of `owners` (group, kind): the children of
+    /// the watched custom resources among all the ConfigMaps of a namespace.
+    pub fn owned_by(mut self, owners: Vec<(String, String)>) -> Self {
+        self.owners = owners;
+        self
+    }
+
+    fn keeps(&self, obj: &DynamicObject) -> bool {
+        self.owners.is_empty()
+            || obj.metadata.owner_references.iter().flatten().any(|r| {
+                let group = r.api_version.rsplit_once('/').map_or("", |(g, _)| g);
+                self.owners.iter().any(|(g, k)| g == group && *k == r.kind)
+            })
     }
 
     /// Number of objects tracked (deleted ones included).
@@ -238,6 +256,7 @@ impl TypeTracker {
                 self.epoch += 1;
                 self.relisting = true;
             }
+            WatchEvent::InitApply(obj) | WatchEvent::Apply(obj) if !self.keeps(obj) => {}
             WatchEvent::InitApply(obj) => {
                 let key = self.key(obj);
                 self.apply(t_ms, key, obj);

@@ -1,4 +1,5 @@
-//! Finds the custom resource types (and which have the status subresource) and picks the ones to watch.
+//! Finds the custom resource types (and which have the status subresource), resolves built-in kinds named by
+//! `--resource` or added by `--owned`, and picks the ones to watch.
 
 use crate::live::snapshot::ResourceType;
 use crate::report::Note;
@@ -82,9 +83,7 @@ pub async fn custom_resources(
                             .as_ref()
                             .and_then(|s| s.status.as_ref())
                             .is_some(),
-                        watched: false,
-                        relists: 0,
-                        listed_after_ms: None,
+                        ..ResourceType::default()
                     })
                 })
                 .collect();
@@ -120,9 +119,7 @@ pub async fn custom_resources(
                                     .subresources
                                     .iter()
                                     .any(|(s, _)| s.plural == "status"),
-                                watched: false,
-                                relists: 0,
-                                listed_after_ms: None,
+                                ..ResourceType::default()
                             });
                         }
                     }
@@ -140,41 +137,170 @@ pub async fn custom_resources(
     }
 }
 
+/// Short names kubectl accepts for built-in kinds (kube-rs discovery does not carry them).
+const SHORT_NAMES: &[(&str, &str)] = &[
+    ("cm", "configmaps"),
+    ("cj", "cronjobs"),
+    ("deploy", "deployments"),
+    ("ds", "daemonsets"),
+    ("ep", "endpoints"),
+    ("hpa", "horizontalpodautoscalers"),
+    ("ing", "ingresses"),
+    ("netpol", "networkpolicies"),
+    ("pdb", "poddisruptionbudgets"),
+    ("po", "pods"),
+    ("pvc", "persistentvolumeclaims"),
+    ("rs", "replicasets"),
+    ("sa", "serviceaccounts"),
+    ("sts", "statefulsets"),
+    ("svc", "services"),
+];
+
+/// The built-in kinds that operators commonly create and own, which `--owned` adds (plural, group).
+const OWNED_KINDS: &[(&str, &str)] = &[
+    ("configmaps", ""),
+    ("persistentvolumeclaims", ""),
+    ("pods", ""),
+    ("secrets", ""),
+    ("serviceaccounts", ""),
+    ("services", ""),
+    ("daemonsets", "apps"),
+    ("deployments", "apps"),
+    ("replicasets", "apps"),
+    ("statefulsets", "apps"),
+    ("horizontalpodautoscalers", "autoscaling"),
+    ("cronjobs", "batch"),
+    ("jobs", "batch"),
+    ("networkpolicies", "networking.k8s.io"),
+    ("ingresses", "networking.k8s.io"),
+    ("poddisruptionbudgets", "policy"),
+    ("rolebindings", "rbac.authorization.k8s.io"),
+    ("roles", "rbac.authorization.k8s.io"),
+];
+
+/// The built-in resource types that can be watched, from API discovery, to be watched for metadata only.
+pub async fn builtin_resources(
+    client: &Client,
+    requests: &mut BTreeMap<String, u64>,
+    notes: &mut Vec<Note>,
+) -> Vec<ResourceType> {
+    *requests.entry("discovery".into()).or_default() += 1;
+    let discovery = match Discovery::new(client.clone()).run_aggregated().await {
+        Ok(d) => d,
+        Err(e) => {
+            notes.push(Note {
+                subject: "API discovery".into(),
+                message: format!(
+                    "{}: built-in kinds cannot be resolved",
+                    explain(&e, "get on /api and /apis")
+                ),
+            });
+            return Vec::new();
+        }
+    };
+    let mut out = Vec::new();
+    for g in discovery.groups().filter(|g| builtin_group(g.name())) {
+        for (ar, caps) in g.recommended_resources() {
+            if !caps.supports_operation(kube::discovery::verbs::WATCH) {
+                continue;
+            }
+            out.push(ResourceType {
+                group: ar.group.clone(),
+                version: ar.version.clone(),
+                kind: ar.kind.clone(),
+                plural: ar.plural.clone(),
+                namespaced: caps.scope == kube::discovery::Scope::Namespaced,
+                // Its status is not read (metadata only), so nothing can be said about a dropped one.
+                status_subresource: false,
+                metadata_only: true,
+                ..ResourceType::default()
+            });
+        }
+    }
+    out.sort_by(|a, b| (&a.group, &a.plural).cmp(&(&b.group, &b.plural)));
+    out
+}
+
+fn matches(r: &ResourceType, wanted: &str) -> bool {
+    let w = wanted.to_ascii_lowercase();
+    let plural = SHORT_NAMES
+        .iter()
+        .find(|(short, _)| r.metadata_only && *short == w)
+        .map_or(w.as_str(), |(_, plural)| plural);
+    r.plural == plural
+        || r.kind.to_ascii_lowercase() == w
+        || r.qualified() == w
+        || format!("{}.{}", r.kind.to_ascii_lowercase(), r.group) == w
+}
+
 /// Marks the types to watch: those named by `--resource`, or every namespaced one (cluster-scoped ones too
-/// when watching all namespaces). Unknown names become notes.
+/// when watching all namespaces). Returns the names that matched no type.
 pub fn select(
     resources: &mut [ResourceType],
     wanted: &[String],
     namespaced_scope: bool,
-    notes: &mut Vec<Note>,
-) {
+) -> Vec<String> {
     if wanted.is_empty() {
         for r in resources.iter_mut() {
             r.watched = r.namespaced || !namespaced_scope;
         }
-        return;
+        return Vec::new();
     }
+    select_named(resources, wanted)
+}
+
+/// Marks the types named in `wanted`; returns the names that matched none. A name served by several API groups
+/// marks each.
+pub fn select_named(resources: &mut [ResourceType], wanted: &[String]) -> Vec<String> {
+    let mut unmatched = Vec::new();
     for w in wanted {
-        let w_l = w.to_ascii_lowercase();
         let mut hit = false;
-        for r in resources.iter_mut() {
-            let matches = r.plural == w_l
-                || r.kind.to_ascii_lowercase() == w_l
-                || r.qualified() == w_l
-                || format!("{}.{}", r.kind.to_ascii_lowercase(), r.group) == w_l;
-            if matches {
-                r.watched = true;
-                hit = true;
-            }
+        for r in resources.iter_mut().filter(|r| matches(r, w)) {
+            r.watched = true;
+            hit = true;
         }
         if !hit {
-            notes.push(Note {
-                subject: format!("--resource {w}"),
-                message: "no custom resource type of that name (live watches custom resources)"
-                    .into(),
-            });
+            unmatched.push(w.clone());
         }
     }
+    unmatched
+}
+
+/// `--owned`: adds, to be kept only where an object is owned by a type watched for its own sake, the other
+/// custom resource types and the built-in kinds operators commonly create. Returns how many it added.
+pub fn add_owned(
+    resources: &mut [ResourceType],
+    builtins: &mut [ResourceType],
+    namespaced_scope: bool,
+) -> usize {
+    let mut added = 0;
+    let in_scope = |r: &ResourceType| r.namespaced || !namespaced_scope;
+    for r in resources.iter_mut().filter(|r| !r.watched && in_scope(r)) {
+        r.watched = true;
+        r.owned = true;
+        added += 1;
+    }
+    for r in builtins.iter_mut().filter(|r| {
+        !r.watched
+            && in_scope(r)
+            && OWNED_KINDS
+                .iter()
+                .any(|(plural, group)| r.plural == *plural && r.group == *group)
+    }) {
+        r.watched = true;
+        r.owned = true;
+        added += 1;
+    }
+    added
+}
+
+/// The (group, kind) of every type watched for its own sake: what an `--owned` type's objects must be owned by.
+pub fn owners(resources: &[ResourceType]) -> Vec<(String, String)> {
+    resources
+        .iter()
+        .filter(|r| r.watched && !r.owned)
+        .map(|r| (r.group.clone(), r.kind.clone()))
+        .collect()
 }
 
 #[cfg(test)]
@@ -198,25 +324,71 @@ mod tests {
             rt("Widget", "widgets", true),
             rt("Gadget", "gadgets", false),
         ];
-        let mut notes = Vec::new();
-        select(&mut rs, &["Widget".into(), "nope".into()], true, &mut notes);
+        let unmatched = select(&mut rs, &["Widget".into(), "nope".into()], true);
         assert!(rs[0].watched && !rs[1].watched);
-        assert_eq!(notes.len(), 1);
+        assert_eq!(unmatched, vec!["nope".to_string()]);
         let mut rs = vec![
             rt("Widget", "widgets", true),
             rt("Gadget", "gadgets", false),
         ];
-        select(&mut rs, &[], true, &mut notes);
+        select(&mut rs, &[], true);
         assert!(
             rs[0].watched && !rs[1].watched,
             "cluster-scoped types only with -A"
         );
-        select(
-            &mut rs,
-            &["gadgets.bench.ctrlaudit.io".into()],
-            true,
-            &mut notes,
-        );
+        select(&mut rs, &["gadgets.bench.ctrlaudit.io".into()], true);
         assert!(rs[1].watched);
+    }
+
+    fn builtin(group: &str, kind: &str, plural: &str) -> ResourceType {
+        ResourceType {
+            group: group.into(),
+            version: "v1".into(),
+            kind: kind.into(),
+            plural: plural.into(),
+            namespaced: true,
+            metadata_only: true,
+            ..ResourceType::default()
+        }
+    }
+
+    #[test]
+    fn built_in_kinds_by_plural_kind_short_name_or_group_and_owned_ones() {
+        let mut b = vec![
+            builtin("apps", "Deployment", "deployments"),
+            builtin("", "ConfigMap", "configmaps"),
+            builtin("", "Event", "events"),
+        ];
+        let left = select_named(
+            &mut b,
+            &["deploy".into(), "configmap".into(), "gizmos".into()],
+        );
+        assert_eq!(left, vec!["gizmos".to_string()]);
+        assert!(b[0].watched && b[1].watched && !b[2].watched);
+        let mut b = vec![
+            builtin("apps", "Deployment", "deployments"),
+            builtin("", "Event", "events"),
+        ];
+        assert!(select_named(&mut b, &["deployments.apps".into()]).is_empty());
+        // A custom resource's short-name look-alike is not resolved through the built-in table.
+        let mut crs = vec![rt("Widget", "widgets", true), rt("Gadget", "gadgets", true)];
+        assert_eq!(
+            select_named(&mut crs, &["deploy".into()]),
+            vec!["deploy".to_string()]
+        );
+        crs[0].watched = true;
+        let mut b = vec![
+            builtin("apps", "Deployment", "deployments"),
+            builtin("", "Event", "events"),
+        ];
+        assert_eq!(add_owned(&mut crs, &mut b, true), 2);
+        assert!(
+            crs[1].owned && b[0].owned && !b[1].watched,
+            "events are nobody's children"
+        );
+        assert_eq!(
+            owners(&crs),
+            vec![("bench.ctrlaudit.io".to_string(), "Widget".to_string())]
+        );
     }
 }

@@ -41,8 +41,12 @@ pub struct CollectOptions {
     /// `None` = all namespaces.
     pub namespace: Option<String>,
     pub duration: Duration,
-    /// Limit to these types (plural, kind, short name or plural.group); empty = every custom resource.
+    /// Limit to these types (plural, kind, short name or plural.group; built-in kinds too); empty = every
+    /// custom resource.
     pub resources: Vec<String>,
+    /// Also watch, for metadata only, the kinds the watched types own (their objects with an ownerReference to
+    /// a watched object).
+    pub owned: bool,
     pub targets: Vec<MetricsTarget>,
     pub audit_log: Option<PathBuf>,
     /// How often the controllers' `/metrics` are scraped during the window.
@@ -60,6 +64,7 @@ impl Default for CollectOptions {
             namespace: None,
             duration: Duration::from_secs(60),
             resources: Vec::new(),
+            owned: false,
             targets: Vec::new(),
             audit_log: None,
             scrape_interval: Duration::from_secs(5),
@@ -165,12 +170,29 @@ async fn observe(
     // What to watch.
     let (mut resources, discover_notes) = discover::custom_resources(client, requests).await;
     notes.extend(discover_notes);
-    discover::select(
-        &mut resources,
-        &opts.resources,
-        opts.namespace.is_some(),
-        notes,
-    );
+    let namespaced_scope = opts.namespace.is_some();
+    let mut unmatched = discover::select(&mut resources, &opts.resources, namespaced_scope);
+    if !unmatched.is_empty() || opts.owned {
+        let mut builtins = discover::builtin_resources(client, requests, notes).await;
+        unmatched = discover::select_named(&mut builtins, &unmatched);
+        if opts.owned && discover::add_owned(&mut resources, &mut builtins, namespaced_scope) == 0 {
+            notes.push(Note {
+                subject: "--owned".into(),
+                message: "no kind to add: every one is watched already".into(),
+            });
+        }
+        // Only the built-in kinds that are watched are part of the snapshot: listing every one would bury
+        // the custom resources in the table of types.
+        resources.extend(builtins.into_iter().filter(|r| r.watched));
+    }
+    for w in unmatched {
+        notes.push(Note {
+            subject: format!("--resource {w}"),
+            message: "no resource type of that name (a plural, kind, short name or plural.group)"
+                .into(),
+        });
+    }
+    let owners = discover::owners(&resources);
 
     // Controller targets: resolve selectors and ports once, up front.
     let (targets, target_notes) = scrape::resolve_targets(client, &opts.targets, requests).await;
@@ -212,7 +234,10 @@ async fn observe(
                 None
             };
             let progress = progress.clone();
-            tokio::spawn(async move { watch::watch_type(client, rt, ns, deadline, progress).await })
+            let owners = if r.owned { owners.clone() } else { Vec::new() };
+            tokio::spawn(async move {
+                watch::watch_type(client, rt, ns, owners, deadline, progress).await
+            })
         })
         .collect();
 

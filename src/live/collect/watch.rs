@@ -1,12 +1,12 @@
 //! One watch per resource type (kube-rs `watcher`, with backoff), fed into a [`TypeTracker`]: a streaming list
-//! (WatchList) where the API server has it, else LIST then WATCH.
+//! (WatchList) where the API server has it, else LIST then WATCH; metadata only for the built-in kinds.
 
 use super::{Progress, now_ms};
 use crate::live::snapshot::ResourceType;
 use crate::live::tracker::{TypeTracker, WatchEvent};
 use futures::StreamExt;
 use kube::Client;
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PartialObjectMeta};
 use kube::runtime::{WatchStreamExt, watcher};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -66,21 +66,29 @@ impl kube::runtime::utils::Backoff for WindowBackoff {
 }
 
 /// Watches one type until `deadline`. A 403 stops it (retrying cannot help); other errors are retried with
-/// `WindowBackoff` (within 2 s) and re-listed without double counting (see `tracker`).
+/// `WindowBackoff` (within 2 s) and re-listed without double counting (see `tracker`). With `owners`, only
+/// objects owned by one of those (group, kind) are kept.
 pub async fn watch_type(
     client: Client,
     rt: ResourceType,
     namespace: Option<String>,
+    owners: Vec<(String, String)>,
     deadline: tokio::time::Instant,
     progress: Arc<Progress>,
 ) -> WatchOutcome {
     let gvk = GroupVersionKind::gvk(&rt.group, &rt.version, &rt.kind);
     let ar = ApiResource::from_gvk_with_plural(&gvk, &rt.plural);
     let api: Api<DynamicObject> = match &namespace {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, &ar),
+        None => Api::all_with(client.clone(), &ar),
+    };
+    // `PartialObjectMetadata`: what the rules read of a built-in kind, a fraction of the bytes, and never a
+    // Secret's data.
+    let meta_api: Api<PartialObjectMeta<DynamicObject>> = match &namespace {
         Some(ns) => Api::namespaced_with(client, ns, &ar),
         None => Api::all_with(client, &ar),
     };
-    let mut tracker = TypeTracker::new(&rt.group, &rt.kind, &rt.plural);
+    let mut tracker = TypeTracker::new(&rt.group, &rt.kind, &rt.plural).owned_by(owners);
     let mut lists = 0u64;
     let mut listed = 0u64;
     let mut first_listed_ms = None;
@@ -95,9 +103,16 @@ pub async fn watch_type(
         } else {
             watcher::Config::default()
         };
-        watcher(api.clone(), config)
-            .backoff(WindowBackoff::default())
-            .boxed()
+        if rt.metadata_only {
+            watcher(meta_api.clone(), config)
+                .backoff(WindowBackoff::default())
+                .map(|e| e.map(as_dynamic))
+                .boxed()
+        } else {
+            watcher(api.clone(), config)
+                .backoff(WindowBackoff::default())
+                .boxed()
+        }
     };
     let mut streaming = true;
     let mut stream = open(streaming);
@@ -181,6 +196,24 @@ pub async fn watch_type(
         first_listed_ms,
         error,
         streaming,
+    }
+}
+
+/// A metadata-only event as one of [`DynamicObject`]s with no data, so that one tracker reads both.
+fn as_dynamic(
+    e: watcher::Event<PartialObjectMeta<DynamicObject>>,
+) -> watcher::Event<DynamicObject> {
+    let conv = |p: PartialObjectMeta<DynamicObject>| DynamicObject {
+        types: p.types,
+        metadata: p.metadata,
+        data: serde_json::Value::Null,
+    };
+    match e {
+        watcher::Event::Init => watcher::Event::Init,
+        watcher::Event::InitDone => watcher::Event::InitDone,
+        watcher::Event::InitApply(p) => watcher::Event::InitApply(conv(p)),
+        watcher::Event::Apply(p) => watcher::Event::Apply(conv(p)),
+        watcher::Event::Delete(p) => watcher::Event::Delete(conv(p)),
     }
 }
 

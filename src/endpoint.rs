@@ -1,4 +1,5 @@
-//! Each variant's own `/metrics` endpoint: plain HTTP/1.1 on 127.0.0.1, a random free port.
+//! A `/metrics` endpoint: plain HTTP/1.1 serving exposition text rendered per request, and `/healthz`. Each bench
+//! variant has one on 127.0.0.1 (a random free port); `live --serve` has one on the address it is given.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -19,9 +20,14 @@ pub type Render = Arc<dyn Fn() -> String + Send + Sync>;
 
 /// Serves `render` at `http://127.0.0.1:<port>/metrics` until the returned task is aborted.
 pub async fn serve(render: Render) -> Result<(SocketAddr, JoinHandle<()>)> {
-    let listener = TcpListener::bind(("127.0.0.1", 0))
+    serve_on(SocketAddr::from(([127, 0, 0, 1], 0)), render).await
+}
+
+/// Serves `render` at `http://<addr>/metrics` until the returned task is aborted; port 0 picks a free one.
+pub async fn serve_on(addr: SocketAddr, render: Render) -> Result<(SocketAddr, JoinHandle<()>)> {
+    let listener = TcpListener::bind(addr)
         .await
-        .context("binding a metrics port on 127.0.0.1")?;
+        .with_context(|| format!("binding the metrics address {addr}"))?;
     let addr = listener.local_addr().context("reading the metrics port")?;
     let task = tokio::spawn(async move {
         loop {
@@ -50,7 +56,7 @@ pub async fn serve(render: Render) -> Result<(SocketAddr, JoinHandle<()>)> {
 }
 
 fn respond(path: &str, render: &Render) -> http::Response<Full<Bytes>> {
-    let mut resp = if path == "/metrics" {
+    if path == "/metrics" {
         let mut r = http::Response::new(Full::new(Bytes::from(render())));
         r.headers_mut().insert(
             http::header::CONTENT_TYPE,
@@ -59,13 +65,14 @@ fn respond(path: &str, render: &Render) -> http::Response<Full<Bytes>> {
             ),
         );
         r
+    } else if path == "/healthz" {
+        http::Response::new(Full::new(Bytes::from_static(b"ok\n")))
     } else {
-        http::Response::new(Full::new(Bytes::from_static(b"not found; try /metrics\n")))
-    };
-    if path != "/metrics" {
-        *resp.status_mut() = http::StatusCode::NOT_FOUND;
+        let mut r =
+            http::Response::new(Full::new(Bytes::from_static(b"not found; try /metrics\n")));
+        *r.status_mut() = http::StatusCode::NOT_FOUND;
+        r
     }
-    resp
 }
 
 #[cfg(test)]
@@ -77,10 +84,20 @@ mod tests {
         let (addr, task) = serve(Arc::new(|| "workqueue_depth 3\n".to_string()))
             .await
             .expect("serves");
-        let text = crate::bench::scrape::fetch(addr, Duration::from_secs(5))
+        let limits = crate::fetch::Limits {
+            max_bytes: 1 << 20,
+            timeout: Duration::from_secs(5),
+            user_agent: "test",
+            accept: "text/plain",
+        };
+        let text = crate::fetch::get(&format!("http://{addr}/metrics"), limits)
             .await
             .expect("scrapes");
         assert_eq!(text, "workqueue_depth 3\n");
+        let health = crate::fetch::get(&format!("http://{addr}/healthz"), limits).await;
+        assert_eq!(health.expect("healthy"), "ok\n");
+        let missing = crate::fetch::get(&format!("http://{addr}/nope"), limits).await;
+        assert!(matches!(missing, Err(crate::fetch::FetchError::Status(404))));
         task.abort();
     }
 }
