@@ -97,7 +97,10 @@ mod tests {
         let health = crate::fetch::get(&format!("http://{addr}/healthz"), limits).await;
         assert_eq!(health.expect("healthy"), "ok\n");
         let missing = crate::fetch::get(&format!("http://{addr}/nope"), limits).await;
-        assert!(matches!(missing, Err(crate::fetch::FetchError::Status(404))));
+        assert!(matches!(
+            missing,
+            Err(crate::fetch::FetchError::Status(404))
+        ));
         task.abort();
     }
 }

@@ -70,6 +70,9 @@ pub struct FnModel {
     /// Names of methods called on other receivers (`cdb.reconcile(ctx)`, `self.spec.lookup()`), followed to the
     /// crate's own methods of that name.
     pub method_calls: Vec<String>,
+    /// Functions and methods called on the deletion path (a finalizer's `Cleanup` arm, a branch taken because
+    /// `deletion_timestamp` is set): they run once per deletion, not on every reconcile.
+    pub deletion_calls: Vec<String>,
     pub api_calls: Vec<ApiCall>,
     pub requeues: Vec<Requeue>,
     /// Every value returned (tail and `return`) when each is a requeue; `None` entries mean "something else".

@@ -183,15 +183,29 @@ impl<'m> Unit<'m> {
             return roots.into_keys().collect();
         }
         let policies = self.error_policies();
+        // A function the crate calls itself is a step of something else (a reconcile's helper, a deletion
+        // handler), not what a Controller runs.
+        let called: HashSet<&str> = self
+            .files
+            .iter()
+            .flat_map(|f| f.fns.iter())
+            .flat_map(|f| {
+                f.calls
+                    .iter()
+                    .chain(&f.self_calls)
+                    .chain(&f.method_calls)
+                    .chain(&f.deletion_calls)
+            })
+            .map(String::as_str)
+            .collect();
         for (fi, f) in self.files.iter().enumerate() {
             for (ni, func) in f.fns.iter().enumerate() {
                 let id = (fi, ni);
-                // Cleanup runs once per deletion, not on every reconcile.
                 if func.is_async
                     && func.returns_action
                     && func.object_kind.is_some()
                     && !policies.contains(&id)
-                    && !func.name.contains("cleanup")
+                    && !called.contains(func.name.as_str())
                 {
                     roots.insert(id, ());
                 }
@@ -254,8 +268,8 @@ impl<'m> Unit<'m> {
                 .chain(f.method_calls.iter().flat_map(|n| self.resolve_method(n)))
                 .collect::<Vec<_>>();
             for callee in callees {
-                // Cleanup runs once per deletion, not on every reconcile.
-                if self.func(callee).name.contains("cleanup") || seen.contains_key(&callee) {
+                // Calls on the deletion path are not followed (see `deletion_calls`): once per deletion.
+                if seen.contains_key(&callee) {
                     continue;
                 }
                 let mut p = path.clone();

@@ -105,7 +105,11 @@ impl<'ast> Extractor<'_, 'ast> {
             && !is_type_ctor
             && let Some(f) = self.fns.last_mut()
         {
-            f.model.calls.push(last);
+            if self.deletion_path > 0 {
+                f.model.deletion_calls.push(last);
+            } else {
+                f.model.calls.push(last);
+            }
         }
     }
 

@@ -93,6 +93,8 @@ pub struct Extractor<'a, 'ast> {
     branches: usize,
     /// Depth of error paths around the node being visited (see `Requeue::on_error`).
     error_path: usize,
+    /// Depth of deletion paths around the node being visited (see `FnModel::deletion_calls`).
+    deletion_path: usize,
     /// Per enclosing block: has a write-like call been seen in it so far (see `Requeue::after_change`)?
     block_writes: Vec<bool>,
     /// Per enclosing `if`: was its branch taken because something was written or changed?
@@ -142,6 +144,7 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
             guards: 0,
             branches: 0,
             error_path: 0,
+            deletion_path: 0,
             block_writes: Vec::new(),
             change_branches: Vec::new(),
             blocking_ok: 0,

@@ -145,6 +145,34 @@ pub(super) fn is_err_pattern(p: &Pat) -> bool {
         _ => false,
     }
 }
+/// A finalizer's `Event::Cleanup(obj)` arm (kube-rs `finalizer::Event`, or a crate's own enum of that shape).
+pub(super) fn is_cleanup_pattern(p: &Pat) -> bool {
+    match p {
+        Pat::TupleStruct(t) => last_ident(&t.path) == "Cleanup",
+        Pat::Struct(s) => last_ident(&s.path) == "Cleanup",
+        Pat::Path(p) => last_ident(&p.path) == "Cleanup",
+        Pat::Or(o) => o.cases.iter().all(is_cleanup_pattern),
+        _ => false,
+    }
+}
+
+/// Whether an `if` condition asks if the object is being deleted: `Some(true)` when the then-branch runs on
+/// deletion (`deletion_timestamp.is_some()`, `if let Some(_) = meta.deletion_timestamp`), `Some(false)` when the
+/// else-branch does (`deletion_timestamp.is_none()`), `None` when it is not about deletion.
+pub(super) fn deletion_condition(cond: &Expr) -> Option<bool> {
+    let text = compact(cond);
+    if !text.contains("deletion_timestamp") {
+        return None;
+    }
+    // Only a condition that is about deletion alone: `a && deletion_timestamp…` says little about either branch.
+    if text.contains("&&") || text.contains("||") {
+        return None;
+    }
+    let negated = matches!(cond, Expr::Unary(u) if matches!(u.op, syn::UnOp::Not(_)));
+    let none = text.contains("is_none()");
+    Some(negated == none)
+}
+
 /// `if let Err(..) = …`: the branch runs when something failed. (`if x.is_err()` is left out: operators use it for
 /// "not there yet", a wait rather than a retry.)
 pub(super) fn is_error_condition(cond: &Expr) -> bool {

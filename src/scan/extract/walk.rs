@@ -235,6 +235,7 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
         self.record_volatile_args(method.clone(), m.args.iter());
         if let Some(f) = self.fns.last_mut() {
             match &*m.receiver {
+                _ if self.deletion_path > 0 => f.model.deletion_calls.push(method.clone()),
                 Expr::Path(p) if p.path.is_ident("self") => f.model.self_calls.push(method.clone()),
                 _ => f.model.method_calls.push(method.clone()),
             }
@@ -403,12 +404,17 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
         self.branches += 1;
         let on_error = is_error_condition(&i.cond);
         self.error_path += usize::from(on_error);
+        let deleting = deletion_condition(&i.cond);
+        self.deletion_path += usize::from(deleting == Some(true));
         self.change_branches.push(signals_change(&i.cond));
         self.visit_block(&i.then_branch);
         self.change_branches.pop();
+        self.deletion_path -= usize::from(deleting == Some(true));
         self.error_path -= usize::from(on_error);
         if let Some((_, e)) = &i.else_branch {
+            self.deletion_path += usize::from(deleting == Some(false));
             self.visit_expr(e);
+            self.deletion_path -= usize::from(deleting == Some(false));
         }
         self.branches -= 1;
         if guard {
@@ -423,11 +429,14 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
             if let Some((_, g)) = &arm.guard {
                 self.visit_expr(g);
             }
+            let deleting = is_cleanup_pattern(&arm.pat);
+            self.deletion_path += usize::from(deleting);
             if is_err_pattern(&arm.pat) {
                 self.visit_on_error_path(&arm.body);
             } else {
                 self.visit_expr(&arm.body);
             }
+            self.deletion_path -= usize::from(deleting);
         }
         self.branches -= 1;
     }
