@@ -170,7 +170,24 @@ pub struct Finding {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub evidence: Vec<Evidence>,
     pub help: String,
+    /// The objects a live finding is seen on, the worst first, at most [`MAX_OBJECTS`]: where
+    /// `live --serve --events` posts its Events.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub objects: Vec<ObjectRef>,
 }
+
+/// One Kubernetes object: what a live finding is seen on.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct ObjectRef {
+    pub group: String,
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    pub name: String,
+}
+
+/// Objects a finding names at most.
+pub const MAX_OBJECTS: usize = 10;
 
 impl Finding {
     /// The deterministic order every output uses: by subject (file, line, column), then code, then message.

@@ -92,6 +92,7 @@ mod tests {
             },
             evidence: Vec::new(),
             help: String::new(),
+            objects: Vec::new(),
         }
     }
 

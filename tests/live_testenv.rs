@@ -1151,17 +1151,18 @@ async fn live_watches_built_in_kinds_and_what_a_custom_resource_owns() {
     );
 }
 
-/// Creates every object of `deploy/kubectl-ctrlaudit.yaml` (so the API server validates the manifests), then a
-/// token for its ServiceAccount and a kubeconfig that authenticates with it, as a pod's would.
+/// Creates every object of `deploy/kubectl-ctrlaudit.yaml` and `deploy/events-rbac.yaml` (so the API server
+/// validates the manifests), then a token for its ServiceAccount and a kubeconfig that authenticates with it, as a pod's would.
 async fn deploy_manifests_and_service_account_kubeconfig(plane: &common::plane::Plane) -> PathBuf {
     use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
     use k8s_openapi::api::core::v1::ServiceAccount;
     use kube::api::DynamicObject;
     use kube::discovery::Discovery;
-    let text = std::fs::read_to_string(
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("deploy/kubectl-ctrlaudit.yaml"),
-    )
-    .unwrap();
+    let deploy = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("deploy");
+    // The events role goes with `--events`, the one write the serving process may make.
+    let text = ["kubectl-ctrlaudit.yaml", "events-rbac.yaml"]
+        .map(|f| std::fs::read_to_string(deploy.join(f)).unwrap())
+        .join("\n---\n");
     let discovery = Discovery::new(plane.client.clone()).run().await.unwrap();
     for doc in yaml_serde::Deserializer::from_str(&text) {
         let obj: DynamicObject = serde::Deserialize::deserialize(doc).unwrap();
@@ -1305,6 +1306,8 @@ async fn live_serve_publishes_each_window_rides_out_a_restart_and_stops_on_sigte
         .port();
     let addr = format!("127.0.0.1:{port}");
     let url = format!("http://{addr}/metrics");
+    let stderr_path = plane.dir.join("serve.stderr");
+    let stderr = || std::fs::read_to_string(&stderr_path).unwrap_or_default();
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_kubectl-ctrlaudit"))
         .args([
             "live",
@@ -1315,11 +1318,12 @@ async fn live_serve_publishes_each_window_rides_out_a_restart_and_stops_on_sigte
             "--duration",
             "3s",
             "--no-apiserver-metrics",
+            "--events",
         ])
         .arg("--kubeconfig")
         .arg(&kubeconfig)
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(&stderr_path).unwrap())
         .kill_on_drop(true)
         .spawn()
         .unwrap();
@@ -1350,6 +1354,40 @@ async fn live_serve_publishes_each_window_rides_out_a_restart_and_stops_on_sigte
     assert_eq!(
         sample(&s, "ctrlaudit_rule_findings", &[("rule", "CA206")]),
         Some(0.0)
+    );
+    // --events: one Event per looping Widget, on the object (uid and all, so `kubectl describe` shows it), and
+    // not again while the finding lasts.
+    let events: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(plane.client.clone(), &ns);
+    let list = events.list(&Default::default()).await.unwrap().items;
+    let mut per_object: BTreeMap<(String, String), usize> = BTreeMap::new();
+    for e in &list {
+        let o = &e.involved_object;
+        // CA101 too: nobody writes these Widgets' status (inferred, as a warning).
+        assert!(
+            matches!(e.reason.as_deref(), Some("CA202" | "CA101"))
+                && e.type_.as_deref() == Some("Warning")
+                && o.kind.as_deref() == Some("Widget"),
+            "{e:?}"
+        );
+        assert!(
+            o.uid.is_some()
+                && e.source.as_ref().and_then(|s| s.component.as_deref())
+                    == Some("kubectl-ctrlaudit")
+        );
+        let key = (
+            e.reason.clone().unwrap_or_default(),
+            o.name.clone().unwrap_or_default(),
+        );
+        *per_object.entry(key).or_default() += 1;
+    }
+    assert!(
+        per_object.keys().any(|(r, _)| r == "CA202"),
+        "no CA202 Event: {per_object:?}\n{}",
+        stderr()
+    );
+    assert!(
+        per_object.values().all(|n| *n == 1),
+        "posted again while the finding lasted: {per_object:?}"
     );
 
     tokio::task::block_in_place(|| plane.kill_apiserver());
@@ -1391,10 +1429,7 @@ async fn live_serve_publishes_each_window_rides_out_a_restart_and_stops_on_sigte
         .await
         .expect("still running 20 s after SIGTERM")
         .unwrap();
-    let mut err = String::new();
-    if let Some(mut e) = child.stderr.take() {
-        let _ = e.read_to_string(&mut err).await;
-    }
+    let err = stderr();
     assert!(status.success(), "{status:?}\n{err}");
     assert!(err.contains("stopped"), "{err}");
     eprintln!("stopped {:?} after SIGTERM", sent.elapsed());

@@ -37,6 +37,7 @@ fn source_finding() -> Finding {
             },
         ],
         help: "write the timestamp to status only when something changed".into(),
+        objects: Vec::new(),
     }
 }
 
@@ -58,6 +59,7 @@ fn object_finding() -> Finding {
             unit: "s".into(),
         }],
         help: "update status.observedGeneration when the spec has been handled".into(),
+        objects: Vec::new(),
     }
 }
 
@@ -79,6 +81,7 @@ fn controller_finding() -> Finding {
             timestamp_ms: 1_700_000_000_000,
         }],
         help: "batch writes or skip writes that change nothing".into(),
+        objects: Vec::new(),
     }
 }
 

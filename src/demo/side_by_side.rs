@@ -199,6 +199,7 @@ mod tests {
             subject,
             evidence: vec![],
             help: String::new(),
+            objects: Vec::new(),
         }
     }
 

@@ -4,6 +4,7 @@
 pub mod audit;
 pub mod collect;
 pub mod detectors;
+pub mod events;
 pub mod metrics;
 pub mod record;
 pub mod serve;
@@ -90,6 +91,10 @@ pub struct LiveArgs {
     /// as Prometheus metrics at http://ADDR/metrics (e.g. :9464 or 127.0.0.1:9464).
     #[arg(long, value_name = "ADDR", value_parser = parse_listen, conflicts_with_all = ["replay", "record", "offline"])]
     pub serve: Option<std::net::SocketAddr>,
+    /// With --serve: post a Kubernetes Event (reason: the rule code) on each object a finding is newly seen on.
+    /// The only write live ever makes; needs create on events (deploy/events-rbac.yaml).
+    #[arg(long, requires = "serve")]
+    pub events: bool,
 }
 
 /// `:9464` (every interface) or `HOST:PORT`.
@@ -290,6 +295,7 @@ async fn serve_windows(
         }
     };
     tokio::pin!(stop);
+    let mut seen = events::Seen::new();
     loop {
         let started = tokio::time::Instant::now();
         let window = observe(
@@ -307,9 +313,24 @@ async fn serve_windows(
         match observed {
             Ok(o) => {
                 let report = serve::WindowReport::new(&o.snapshot, &o.findings);
+                let mut posted = 0;
+                if a.events {
+                    let (plans, now_seen) = events::plan(&o.findings, &seen);
+                    let mut notes = Vec::new();
+                    posted =
+                        events::post(&client.0, &o.snapshot.resources, &plans, &mut notes).await;
+                    for n in notes {
+                        eprintln!("warning: {}: {}", n.subject, n.message);
+                    }
+                    // An unobserved window says nothing about the findings: keep what was posted.
+                    if report.observed {
+                        seen = now_seen;
+                    }
+                }
+                // After the Events: a scraper that sees the window sees its Events posted too.
                 metrics.record(&report);
                 eprintln!(
-                    "window: {} findings, {} objects, {} notes",
+                    "window: {} findings, {} objects, {} notes, {posted} events",
                     o.findings.len(),
                     report.objects,
                     report.notes

@@ -226,6 +226,7 @@ mod tests {
                 unit: "per minute".into(),
             }],
             help: "write it only when something changed".into(),
+            objects: Vec::new(),
         }
     }
 

@@ -137,6 +137,7 @@ mod tests {
             }),
             evidence: vec![],
             help: "return Action::await_change()".into(),
+            objects: Vec::new(),
         }
     }
 

@@ -10,7 +10,7 @@
 use super::ca201_reconcile_without_generation_predicate::controllers;
 use super::{
     apiserver, finding, identity_subject, kind_of, manager_subject, metrics_subject,
-    objects_by_type, type_subject, value, where_label, window, with_identity,
+    objects_by_type, on_objects, type_subject, value, where_label, window, with_identity,
 };
 use crate::config::Config;
 use crate::finding::{Finding, Severity, Subject};
@@ -253,7 +253,12 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
         if is_inferred && let Some(f) = f.as_mut() {
             f.severity = f.severity.min(Severity::Warning);
         }
-        out.extend(f);
+        // Every one of them is without its status, the most written first.
+        let hits: Vec<(String, f64, u32)> = objs
+            .iter()
+            .map(|o| (o.name.clone(), f64::from(o.writes.main), o.writes.main))
+            .collect();
+        out.extend(on_objects(f, (&group, &kind, ns.as_deref()), &hits));
     }
 
     // Audit-only: types the watch did not cover (offline analysis).

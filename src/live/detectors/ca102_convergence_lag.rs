@@ -1,7 +1,7 @@
 //! CA102 live: objects whose status.observedGeneration trails metadata.generation, or whose Ready condition
 //! is not True, for longer than `convergence_lag_secs`; one finding per type and namespace, listing the objects.
 
-use super::{finding, objects_by_type, type_subject, value, where_label, window};
+use super::{finding, objects_by_type, on_objects, type_subject, value, where_label, window};
 use crate::config::Config;
 use crate::finding::{Finding, Subject};
 use crate::live::snapshot::{ObjectRecord, Snapshot};
@@ -80,7 +80,15 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
                 .take(LISTED)
                 .map(|(o, why, secs)| value(format!("lag of {} ({why})", o.name), *secs, "s")),
         );
-        out.extend(finding("CA102", subject, message, ev));
+        let hits: Vec<(String, f64, u32)> = behind
+            .iter()
+            .map(|(o, _, secs)| (o.name.clone(), *secs, 0))
+            .collect();
+        out.extend(on_objects(
+            finding("CA102", subject, message, ev),
+            (&group, &kind, ns.as_deref()),
+            &hits,
+        ));
     }
     out
 }

@@ -3,8 +3,8 @@
 //! by user and user agent).
 
 use super::{
-    finding, identity_subject, kind_of, manager_subject, objects_by_type, type_subject, value,
-    watched_minutes, where_label, window, with_identity,
+    finding, identity_subject, kind_of, manager_subject, objects_by_type, on_objects, type_subject,
+    value, watched_minutes, where_label, window, with_identity,
 };
 use crate::config::Config;
 use crate::finding::Finding;
@@ -96,12 +96,14 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
                 hits.len(),
                 where_label(&plural, ns.as_deref()),
             );
-            out.extend(finding(
+            let f = finding(
                 "CA202",
                 subject,
                 message,
                 evidence(&hits, rate, s.window.secs()),
-            ));
+            );
+            // Named by manager, the finding still has a type and namespace: Events go on these objects.
+            out.extend(on_objects(f, (&group, &kind, ns.as_deref()), &hits));
         }
     }
 

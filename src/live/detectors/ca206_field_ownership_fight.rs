@@ -2,7 +2,9 @@
 //! value it wants: an operator and an autoscaler on `spec.replicas`, two controllers on one label, a controller
 //! and a GitOps tool. Neither ever wins, so the object never settles.
 
-use super::{finding, objects_by_type, type_subject, value, watched_minutes, where_label, window};
+use super::{
+    finding, objects_by_type, on_objects, type_subject, value, watched_minutes, where_label, window,
+};
 use crate::config::Config;
 use crate::finding::{Evidence, Finding};
 use crate::live::snapshot::Snapshot;
@@ -51,12 +53,13 @@ pub fn detect(s: &Snapshot, _cfg: &Config) -> Vec<Finding> {
                 where_label(&plural, ns.as_deref()),
                 rate,
             );
-            out.extend(finding(
+            let f = finding(
                 "CA206",
                 type_subject(&group, &kind, ns.as_deref()),
                 message,
                 evidence(&hits, rate, s.window.secs()),
-            ));
+            );
+            out.extend(on_objects(f, (&group, &kind, ns.as_deref()), &hits));
         }
     }
     out

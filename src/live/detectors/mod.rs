@@ -82,6 +82,31 @@ pub(crate) fn finding(
         subject,
         evidence,
         help,
+        objects: Vec::new(),
+    })
+}
+
+/// Names `hits`' objects (name, rate, count) of one type and namespace on the finding, the highest rate first
+/// (see [`Finding::objects`]).
+pub(crate) fn on_objects(
+    f: Option<Finding>,
+    (group, kind, ns): (&str, &str, Option<&str>),
+    hits: &[(String, f64, u32)],
+) -> Option<Finding> {
+    f.map(|mut f| {
+        let mut top: Vec<&(String, f64, u32)> = hits.iter().collect();
+        top.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        f.objects = top
+            .into_iter()
+            .take(crate::finding::MAX_OBJECTS)
+            .map(|h| crate::finding::ObjectRef {
+                group: group.to_string(),
+                kind: kind.to_string(),
+                namespace: ns.map(str::to_string),
+                name: h.0.clone(),
+            })
+            .collect();
+        f
     })
 }
 

@@ -85,6 +85,7 @@ pub fn finding(code: &str, span: Span, message: String, help: impl Into<String>)
         subject: crate::finding::Subject::Source(span),
         evidence: Vec::new(),
         help: help.into(),
+        objects: Vec::new(),
     }
 }
 
