@@ -2,7 +2,7 @@
 """scan's accuracy on real operators: fetches the published crates of corpus/crates.tsv from crates.io (checked
 against the index's sha256), scans each with kubectl-ctrlaudit, and scores the findings against
 corpus/labels.tsv: precision and recall per rule and overall, then every finding not yet labelled (in the labels
-file's format, to review and paste) and every labelled true case that was missed.
+file's format, to review and paste), every finding labelled false, and every labelled true case that was missed.
 
 Usage: corpus/run.sh [--bin PATH] [--dir DIR] [--min-severity info|warning|error]
 No third-party code is stored in this repository: the crates go to DIR (default /tmp/ctrlaudit-corpus).
@@ -102,6 +102,7 @@ def main():
 
     per = collections.defaultdict(lambda: collections.Counter())
     unlabelled = []
+    false_alarms = []
     for key, (sev, msg) in sorted(found.items()):
         code = key[3]
         label = labels.get(key)
@@ -112,6 +113,7 @@ def main():
             per[code]["tp"] += 1
         else:
             per[code]["fp"] += 1
+            false_alarms.append((key, sev, label[1]))
     missed = []
     for key, (expected, reason) in sorted(labels.items()):
         if not expected:
@@ -143,6 +145,10 @@ def main():
         print(f"\n{len(unlabelled)} findings not in corpus/labels.tsv (label each true or false, with a reason):")
         for (crate, path, line, code), sev, msg in unlabelled:
             print(f"{crate}\t{path}\t{line}\t{code}\t?\t{sev}: {msg}")
+    if false_alarms:
+        print(f"\n{len(false_alarms)} findings labelled false (what to fix for precision):")
+        for (crate, path, line, code), sev, reason in false_alarms:
+            print(f"{crate}\t{path}\t{line}\t{code}\t{sev}\t{reason}")
     if missed:
         print(f"\n{len(missed)} labelled true cases that scan did not report:")
         for (crate, path, line, code), reason in missed:

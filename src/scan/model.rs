@@ -73,6 +73,9 @@ pub struct FnModel {
     /// Functions and methods called on the deletion path (a finalizer's `Cleanup` arm, a branch taken because
     /// `deletion_timestamp` is set): they run once per deletion, not on every reconcile.
     pub deletion_calls: Vec<String>,
+    /// Functions and methods called on an error path (inside `Err(..)`, a `map_err` closure, an `Err` arm): what
+    /// only they reach runs when something failed, not on every reconcile.
+    pub error_calls: Vec<String>,
     pub api_calls: Vec<ApiCall>,
     pub requeues: Vec<Requeue>,
     /// Every value returned (tail and `return`) when each is a requeue; `None` entries mean "something else".

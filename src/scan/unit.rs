@@ -251,21 +251,55 @@ impl<'m> Unit<'m> {
 
     /// Every function reachable from a reconcile root, with the call path that reaches it.
     pub fn reachable_from_reconcile(&self) -> BTreeMap<FnId, Vec<String>> {
+        self.reach().0
+    }
+
+    /// [`Self::reachable_from_reconcile`], and the functions among them reached only through calls on an error
+    /// path: they run when something failed, not on every reconcile.
+    pub fn reach(&self) -> (BTreeMap<FnId, Vec<String>>, HashSet<FnId>) {
+        let roots: Vec<(FnId, Vec<String>)> = self
+            .reconcile_roots()
+            .into_iter()
+            .map(|r| (r, vec![self.func(r).name.clone()]))
+            .collect();
+        let normal = self.walk_calls(roots, false);
+        // From everything reached, the error paths too: what they add is reached on error only.
+        let from: Vec<(FnId, Vec<String>)> = normal.iter().map(|(k, v)| (*k, v.clone())).collect();
+        let all = self.walk_calls(from, true);
+        let error_only = all
+            .keys()
+            .filter(|k| !normal.contains_key(k))
+            .copied()
+            .collect();
+        (all, error_only)
+    }
+
+    /// Breadth-first from `start` along calls (and along error-path calls with `errors`), with the call path that
+    /// reaches each function. Calls on the deletion path are not followed: they run once per deletion.
+    fn walk_calls(
+        &self,
+        start: Vec<(FnId, Vec<String>)>,
+        errors: bool,
+    ) -> BTreeMap<FnId, Vec<String>> {
         let mut seen: BTreeMap<FnId, Vec<String>> = BTreeMap::new();
         let mut queue = VecDeque::new();
-        for r in self.reconcile_roots() {
-            seen.insert(r, vec![self.func(r).name.clone()]);
+        for (r, path) in start {
+            seen.insert(r, path);
             queue.push_back(r);
         }
+        let none: Vec<String> = Vec::new();
         while let Some(id) = queue.pop_front() {
             let f = self.func(id);
             let path = seen.get(&id).cloned().unwrap_or_default();
+            let error_calls = if errors { &f.error_calls } else { &none };
             let callees = f
                 .calls
                 .iter()
                 .chain(f.self_calls.iter())
+                .chain(error_calls.iter())
                 .flat_map(|n| self.resolve(n, id.0))
                 .chain(f.method_calls.iter().flat_map(|n| self.resolve_method(n)))
+                .chain(error_calls.iter().flat_map(|n| self.resolve_method(n)))
                 .collect::<Vec<_>>();
             for callee in callees {
                 // Calls on the deletion path are not followed (see `deletion_calls`): once per deletion.

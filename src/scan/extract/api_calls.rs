@@ -107,6 +107,8 @@ impl<'ast> Extractor<'_, 'ast> {
         {
             if self.deletion_path > 0 {
                 f.model.deletion_calls.push(last);
+            } else if self.error_path > 0 {
+                f.model.error_calls.push(last);
             } else {
                 f.model.calls.push(last);
             }

@@ -2,6 +2,69 @@
 
 use super::*;
 
+/// Methods whose result is a yes/no answer about their receiver.
+const PREDICATES: &[&str] = &[
+    "all",
+    "any",
+    "contains",
+    "contains_key",
+    "ends_with",
+    "eq",
+    "ge",
+    "gt",
+    "is_after",
+    "is_before",
+    "is_empty",
+    "is_err",
+    "is_none",
+    "is_none_or",
+    "is_ok",
+    "is_positive",
+    "is_negative",
+    "is_some",
+    "is_some_and",
+    "is_zero",
+    "le",
+    "lt",
+    "ne",
+    "starts_with",
+];
+
+/// An expression whose value is a yes/no answer: a comparison, a negation, a predicate method, or a `map`, closure
+/// or block whose result is one. A volatile value it reads (`Timestamp::now()` against a certificate's expiry) does
+/// not flow out of it.
+pub(super) fn yields_plain(e: &Expr) -> bool {
+    use syn::BinOp;
+    match e {
+        Expr::Binary(b) => matches!(
+            b.op,
+            BinOp::Lt(_)
+                | BinOp::Le(_)
+                | BinOp::Gt(_)
+                | BinOp::Ge(_)
+                | BinOp::Eq(_)
+                | BinOp::Ne(_)
+                | BinOp::And(_)
+                | BinOp::Or(_)
+        ),
+        Expr::Unary(u) => matches!(u.op, syn::UnOp::Not(_)),
+        Expr::Paren(p) => yields_plain(&p.expr),
+        Expr::Block(b) => block_yields_plain(&b.block),
+        Expr::Closure(c) => yields_plain(&c.body),
+        Expr::MethodCall(m) => {
+            let name = m.method.to_string();
+            PREDICATES.contains(&name.as_str())
+                || (matches!(name.as_str(), "map" | "and_then" | "map_or" | "map_or_else")
+                    && m.args.last().is_some_and(yields_plain))
+        }
+        _ => false,
+    }
+}
+
+fn block_yields_plain(b: &syn::Block) -> bool {
+    matches!(b.stmts.last(), Some(Stmt::Expr(e, None)) if yields_plain(e))
+}
+
 /// The call whose error an enclosing `?`/`unwrap()` propagates, through `.await` and error mapping.
 pub(super) fn propagation_target(e: &Expr) -> &Expr {
     match e {
@@ -179,6 +242,10 @@ pub(super) fn is_error_condition(cond: &Expr) -> bool {
     match cond {
         Expr::Let(l) => is_err_pattern(&l.pat),
         Expr::Paren(p) => is_error_condition(&p.expr),
+        // A let chain, `if !todo.is_empty() && let Err(e) = apply(..).await`: the branch runs on the failure.
+        Expr::Binary(b) if matches!(b.op, syn::BinOp::And(_)) => {
+            is_error_condition(&b.left) || is_error_condition(&b.right)
+        }
         _ => false,
     }
 }

@@ -141,7 +141,11 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
                 _ => None,
             }
         });
-        let volatile = self.find_volatile(&[expr]);
+        let volatile = if yields_plain(expr) {
+            None
+        } else {
+            self.find_volatile(&[expr])
+        };
         let from_param = self.param_in(&[expr]);
         let status_set = self.has_status(expr, 0) && names.len() == 1;
         let controller = if let Expr::Path(_) | Expr::MethodCall(_) | Expr::Call(_) = expr {
@@ -185,7 +189,11 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
             return;
         };
         let lhs = compact(&a.left);
-        let volatile = self.find_volatile(&[&a.right]);
+        let volatile = if yields_plain(&a.right) {
+            None
+        } else {
+            self.find_volatile(&[&a.right])
+        };
         let sets_status = lhs.ends_with(".status") && compact(&a.right) != "None";
         if let Some(f) = self.fns.last_mut()
             && let Some(v) = f.vars.get_mut(&root)
@@ -236,6 +244,7 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
         if let Some(f) = self.fns.last_mut() {
             match &*m.receiver {
                 _ if self.deletion_path > 0 => f.model.deletion_calls.push(method.clone()),
+                _ if self.error_path > 0 => f.model.error_calls.push(method.clone()),
                 Expr::Path(p) if p.path.is_ident("self") => f.model.self_calls.push(method.clone()),
                 _ => f.model.method_calls.push(method.clone()),
             }

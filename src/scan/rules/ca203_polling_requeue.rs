@@ -9,10 +9,14 @@ use crate::finding::{Evidence, Finding, Severity};
 pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
     let limit = cx.unit.config.thresholds.polling_requeue_secs;
     for (&id, _) in cx.reach.iter() {
-        if cx.policies.contains(&id) {
+        let func = cx.unit.func(id);
+        // An Action built where none is returned is stored (a config default, an error policy's setting), not
+        // what this reconcile does next.
+        // A function reached only from error paths (`Err(retry_later(e))`) sets the retry policy: CA204's business.
+        if cx.policies.contains(&id) || !func.returns_action || cx.error_only.contains(&id) {
             continue;
         }
-        for r in &cx.unit.func(id).requeues {
+        for r in &func.requeues {
             // An error path's requeue is retry policy (CA204's business), not polling.
             if r.on_error {
                 continue;

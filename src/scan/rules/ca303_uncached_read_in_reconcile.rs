@@ -7,6 +7,10 @@ use crate::finding::{Finding, Severity};
 
 pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
     for (&id, _) in cx.reach.iter() {
+        // Reached only when something failed: not every reconcile.
+        if cx.error_only.contains(&id) {
+            continue;
+        }
         let func = cx.unit.func(id);
         for call in &func.api_calls {
             if !call.is_read() {

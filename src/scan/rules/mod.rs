@@ -24,13 +24,17 @@ pub struct Ctx<'u> {
     pub unit: &'u Unit<'u>,
     /// Functions reachable from a reconcile, with the call path.
     pub reach: BTreeMap<FnId, Vec<String>>,
+    /// Those of `reach` reached only through calls on an error path.
+    pub error_only: HashSet<FnId>,
     pub policies: HashSet<FnId>,
 }
 
 impl<'u> Ctx<'u> {
     pub fn new(unit: &'u Unit<'u>) -> Self {
+        let (reach, error_only) = unit.reach();
         Self {
-            reach: unit.reachable_from_reconcile(),
+            reach,
+            error_only,
             policies: unit.error_policies(),
             unit,
         }
