@@ -213,22 +213,98 @@ impl PrePass<'_, '_, '_> {
         let mut v = UnconditionalVolatile {
             branches: 0,
             found: None,
+            known: &self.ex.volatile_fns,
         };
         v.visit_block(block);
-        if let Some((sp, src)) = v.found {
-            let span = self.ex.span(sp);
-            self.ex.volatile_fns.insert(name, (span, src));
+        match v.found {
+            Some(Found::Source(sp, src)) => {
+                let span = self.ex.span(sp);
+                self.ex.volatile_fns.insert(name, (span, src));
+            }
+            Some(Found::Known(span, src)) => {
+                self.ex.volatile_fns.insert(name, (span, src));
+            }
+            None => {}
         }
     }
 }
+
+/// Runs [`PrePass::volatile_fn`] over every function again, so that a function returning what another one
+/// stamped (`generate_status` → `conditions` → `Utc::now()`) is known too.
+pub(super) struct VolatileFnPass<'x, 'a, 'ast> {
+    pub(super) pre: PrePass<'x, 'a, 'ast>,
+}
+impl<'ast> Visit<'ast> for VolatileFnPass<'_, '_, 'ast> {
+    fn visit_item_fn(&mut self, f: &'ast syn::ItemFn) {
+        if !is_test_code(&f.attrs)
+            && !self
+                .pre
+                .ex
+                .volatile_fns
+                .contains_key(&f.sig.ident.to_string())
+        {
+            self.pre
+                .volatile_fn(f.sig.ident.to_string(), &f.sig, &f.block);
+        }
+    }
+    fn visit_impl_item_fn(&mut self, f: &'ast syn::ImplItemFn) {
+        if !self
+            .pre
+            .ex
+            .volatile_fns
+            .contains_key(&f.sig.ident.to_string())
+        {
+            self.pre
+                .volatile_fn(f.sig.ident.to_string(), &f.sig, &f.block);
+        }
+    }
+}
+
+/// What [`UnconditionalVolatile`] found: a volatile source itself, or a call of a function known to return one.
+pub(super) enum Found {
+    Source(proc_macro2::Span, String),
+    Known(Span, String),
+}
 /// The first volatile call of a function body that runs whatever the branch: one inside an `if` or `match` arm is
 /// how a value is kept unless something changed (a condition's transition time), so it does not count.
-pub(super) struct UnconditionalVolatile {
+pub(super) struct UnconditionalVolatile<'k> {
     branches: usize,
-    found: Option<(proc_macro2::Span, String)>,
+    found: Option<Found>,
+    /// This file's functions already known to return a volatile value.
+    known: &'k HashMap<String, (Span, String)>,
 }
-impl<'ast> Visit<'ast> for UnconditionalVolatile {
+impl UnconditionalVolatile<'_> {
+    fn known_call(&mut self, name: &str) {
+        if self.found.is_none()
+            && self.branches == 0
+            && let Some((span, src)) = self.known.get(name)
+        {
+            self.found = Some(Found::Known(span.clone(), format!("{src} (in {name})")));
+        }
+    }
+}
+impl<'ast> Visit<'ast> for UnconditionalVolatile<'_> {
+    // `vec![condition(..)]`, `format!("{}", Utc::now())`: a macro whose body is expressions is looked into.
+    fn visit_macro(&mut self, m: &'ast syn::Macro) {
+        use syn::punctuated::Punctuated;
+        if let Ok(args) = m.parse_body_with(Punctuated::<Expr, syn::Token![,]>::parse_terminated) {
+            for a in &args {
+                self.visit_expr(a);
+            }
+        }
+    }
+
+    fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
+        self.known_call(&m.method.to_string());
+        visit::visit_expr_method_call(self, m);
+    }
+
     fn visit_expr_call(&mut self, c: &'ast syn::ExprCall) {
+        if let Expr::Path(p) = &*c.func
+            && let Some(last) = p.path.segments.last()
+        {
+            self.known_call(&last.ident.to_string());
+        }
         if self.found.is_none()
             && self.branches == 0
             && let Expr::Path(p) = &*c.func
@@ -245,7 +321,7 @@ impl<'ast> Visit<'ast> for UnconditionalVolatile {
                     .span()
                     .join(c.paren_token.span.close())
                     .unwrap_or_else(|| c.func.span());
-                self.found = Some((span, format!("{ty}::{f}()")));
+                self.found = Some(Found::Source(span, format!("{ty}::{f}()")));
             }
         }
         visit::visit_expr_call(self, c);
@@ -263,6 +339,27 @@ impl<'ast> Visit<'ast> for UnconditionalVolatile {
 
     fn visit_expr_match(&mut self, m: &'ast syn::ExprMatch) {
         self.visit_expr(&m.expr);
+        // Every arm stamps it (`true => Condition { .., now }`, `false => Condition { .., now }`): it is stamped
+        // whatever the branch.
+        if self.found.is_none() && self.branches == 0 && !m.arms.is_empty() {
+            let per_arm: Vec<Option<Found>> = m
+                .arms
+                .iter()
+                .map(|arm| {
+                    let mut v = UnconditionalVolatile {
+                        branches: 0,
+                        found: None,
+                        known: self.known,
+                    };
+                    v.visit_expr(&arm.body);
+                    v.found
+                })
+                .collect();
+            if per_arm.iter().all(Option::is_some) {
+                self.found = per_arm.into_iter().flatten().next();
+                return;
+            }
+        }
         self.branches += 1;
         for arm in &m.arms {
             self.visit_expr(&arm.body);

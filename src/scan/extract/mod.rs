@@ -160,6 +160,17 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
     pub fn run(mut self, file: &'ast syn::File) -> FileModel {
         let mut pre = PrePass { ex: &mut self };
         pre.visit_file(file);
+        // Twice more: a helper of a helper of a stamp (deeper chains are rare, and each pass walks the file).
+        for _ in 0..2 {
+            let before = self.volatile_fns.len();
+            let mut again = VolatileFnPass {
+                pre: PrePass { ex: &mut self },
+            };
+            again.visit_file(file);
+            if self.volatile_fns.len() == before {
+                break;
+            }
+        }
         self.model.consts = self.consts.iter().map(|(k, v)| (k.clone(), *v)).collect();
         self.visit_file(file);
         self.model
