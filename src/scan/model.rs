@@ -20,16 +20,6 @@ pub struct FileModel {
     pub poll_loops: Vec<Site>,
 }
 
-/// A call awaited once per loop iteration: `apply_object(&api, svc).await?` inside `for svc in services`.
-#[derive(Debug, Clone)]
-pub struct LoopedCall {
-    /// The function's or method's name.
-    pub callee: String,
-    /// A method call (`self.apply(..)`, `client.apply(..)`) rather than a path call.
-    pub method: bool,
-    pub span: Span,
-}
-
 /// A place plus the text the message names.
 #[derive(Debug, Clone)]
 pub struct Site {
@@ -86,9 +76,6 @@ pub struct FnModel {
     /// Functions and methods called on an error path (inside `Err(..)`, a `map_err` closure, an `Err` arm): what
     /// only they reach runs when something failed, not on every reconcile.
     pub error_calls: Vec<String>,
-    /// Calls of functions and methods awaited once per iteration of a `for`/`while` loop (not the kube verbs
-    /// themselves, which are [`ApiCall`]s).
-    pub looped_calls: Vec<LoopedCall>,
     pub api_calls: Vec<ApiCall>,
     pub requeues: Vec<Requeue>,
     /// Every value returned (tail and `return`) when each is a requeue; `None` entries mean "something else".

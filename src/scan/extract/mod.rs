@@ -195,15 +195,6 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
         self.scopes.last().copied()
     }
 
-    /// The call at `k` is awaited in the body of a `for`/`while` loop, on the path every iteration takes (not an
-    /// error or deletion path).
-    fn awaited_in_iteration(&self, k: (usize, usize)) -> bool {
-        self.awaited.contains(&k)
-            && matches!(self.current_scope(), Some(Scope::For | Scope::While))
-            && self.error_path == 0
-            && self.deletion_path == 0
-    }
-
     fn enter_fn(
         &mut self,
         name: String,

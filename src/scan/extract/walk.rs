@@ -241,19 +241,6 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
             self.mark_write();
         }
         self.record_volatile_args(method.clone(), m.args.iter());
-        let looped = self.awaited_in_iteration(key(m.method.span()))
-            && !WRITE_METHODS.contains(&method.as_str())
-            && !READ_METHODS.contains(&method.as_str());
-        if looped {
-            let span = start_end(self.path, m.method.span(), m.span());
-            if let Some(f) = self.fns.last_mut() {
-                f.model.looped_calls.push(LoopedCall {
-                    callee: method.clone(),
-                    method: true,
-                    span,
-                });
-            }
-        }
         if let Some(f) = self.fns.last_mut() {
             match &*m.receiver {
                 _ if self.deletion_path > 0 => f.model.deletion_calls.push(method.clone()),
@@ -327,16 +314,6 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
         let mut retry = false;
         if let Expr::Path(p) = &*c.func {
             self.record_call_name(&p.path);
-            if self.awaited_in_iteration(key(c.func.span())) {
-                let span = to_span(self.path, c.span());
-                if let Some(f) = self.fns.last_mut() {
-                    f.model.looped_calls.push(LoopedCall {
-                        callee: last_ident(&p.path),
-                        method: false,
-                        span,
-                    });
-                }
-            }
             if is_write_like(&last_ident(&p.path)) {
                 self.mark_write();
             }
