@@ -171,7 +171,7 @@ pub static RULES: &[Rule] = &[
         name: "field-ownership-fight",
         summary: "two field managers keep setting one field to different values: it flips forever",
         default_severity: Error,
-        lenses: &[Live, Bench],
+        lenses: &[Scan, Live, Bench],
         bench_pair: BenchPair::new(&["bad-fight"], &["good-one-owner"]),
         origin: "server-side apply field ownership; an operator and an HPA on replicas",
     },

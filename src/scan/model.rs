@@ -20,6 +20,17 @@ pub struct FileModel {
     pub poll_loops: Vec<Site>,
 }
 
+/// One field of a struct literal: `replicas: Some(app.spec.replicas)` in a `DeploymentSpec { .. }`.
+#[derive(Debug, Clone)]
+pub struct FieldInit {
+    /// The literal's type, last path segment: `DeploymentSpec`.
+    pub ty: String,
+    pub field: String,
+    /// The value as written, compacted and cut to 120 characters.
+    pub value: String,
+    pub span: Span,
+}
+
 /// A place plus the text the message names.
 #[derive(Debug, Clone)]
 pub struct Site {
@@ -76,6 +87,9 @@ pub struct FnModel {
     /// Functions and methods called on an error path (inside `Err(..)`, a `map_err` closure, an `Err` arm): what
     /// only they reach runs when something failed, not on every reconcile.
     pub error_calls: Vec<String>,
+    /// Fields set in struct literals of Kubernetes spec and reference types (`DeploymentSpec { replicas: .. }`,
+    /// `CrossVersionObjectReference { kind: .. }`): what the objects this function builds say.
+    pub spec_fields: Vec<FieldInit>,
     pub api_calls: Vec<ApiCall>,
     pub requeues: Vec<Requeue>,
     /// Every value returned (tail and `return`) when each is a requeue; `None` entries mean "something else".

@@ -112,6 +112,22 @@ impl<'m> Unit<'m> {
 
     /// Resolves a called name from a file: same file first, then unique in the unit.
     pub fn resolve(&self, name: &str, from_file: usize) -> Vec<FnId> {
+        // `module::f`: the `f` of the file that module is, when the crate has several.
+        if let Some((module, f)) = name.rsplit_once("::") {
+            let in_module: Vec<FnId> = self
+                .by_name
+                .get(f)
+                .into_iter()
+                .flatten()
+                .copied()
+                .filter(|(fi, _)| module_of(&self.files[*fi].path) == module)
+                .collect();
+            return if in_module.is_empty() {
+                self.resolve(f, from_file)
+            } else {
+                in_module
+            };
+        }
         let Some(all) = self.by_name.get(name) else {
             return Vec::new();
         };
@@ -196,7 +212,7 @@ impl<'m> Unit<'m> {
                     .chain(&f.method_calls)
                     .chain(&f.deletion_calls)
             })
-            .map(String::as_str)
+            .map(|n| n.rsplit("::").next().unwrap_or(n))
             .collect();
         for (fi, f) in self.files.iter().enumerate() {
             for (ni, func) in f.fns.iter().enumerate() {
@@ -321,5 +337,19 @@ impl<'m> Unit<'m> {
             .iter()
             .enumerate()
             .flat_map(|(fi, f)| (0..f.fns.len()).map(move |ni| (fi, ni)))
+    }
+}
+
+/// The module a source file is: `src/operator/resources.rs` → `resources`, `src/operator/mod.rs` → `operator`.
+fn module_of(path: &str) -> &str {
+    let p = std::path::Path::new(path);
+    let stem = p.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+    if stem == "mod" {
+        p.parent()
+            .and_then(|d| d.file_name())
+            .and_then(|s| s.to_str())
+            .unwrap_or("")
+    } else {
+        stem
     }
 }

@@ -101,16 +101,24 @@ impl<'ast> Extractor<'_, 'ast> {
         let external = segs.len() > 1 && EXTERNAL_ROOTS.contains(&root) && root != "crate";
         let is_type_ctor =
             segs.len() == 1 && last.chars().next().is_some_and(|c| c.is_ascii_uppercase());
+        // `resources::deployment(..)` keeps its module, so that the crate join can tell it from another file's
+        // `deployment` (see `Unit::resolve`).
+        let name = match segs.len() {
+            n if n >= 2 && !matches!(segs[n - 2].as_str(), "Self" | "self" | "super" | "crate") => {
+                format!("{}::{last}", segs[n - 2])
+            }
+            _ => last,
+        };
         if !external
             && !is_type_ctor
             && let Some(f) = self.fns.last_mut()
         {
             if self.deletion_path > 0 {
-                f.model.deletion_calls.push(last);
+                f.model.deletion_calls.push(name);
             } else if self.error_path > 0 {
-                f.model.error_calls.push(last);
+                f.model.error_calls.push(name);
             } else {
-                f.model.calls.push(last);
+                f.model.calls.push(name);
             }
         }
     }

@@ -391,6 +391,25 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
         if compact(&s.path).ends_with("ReconcilerAction") {
             self.record_requeue(&Expr::Struct(s.clone()));
         }
+        let ty = last_ident(&s.path);
+        if ty.ends_with("Spec") || ty.ends_with("Reference") {
+            let fields: Vec<FieldInit> = s
+                .fields
+                .iter()
+                .filter_map(|f| match &f.member {
+                    syn::Member::Named(n) => Some(FieldInit {
+                        ty: ty.clone(),
+                        field: n.to_string(),
+                        value: compact(&f.expr).chars().take(120).collect(),
+                        span: to_span(self.path, f.span()),
+                    }),
+                    syn::Member::Unnamed(_) => None,
+                })
+                .collect();
+            if let Some(f) = self.fns.last_mut() {
+                f.model.spec_fields.extend(fields);
+            }
+        }
         visit::visit_expr_struct(self, s);
     }
 

@@ -10,6 +10,7 @@ pub mod ca202_volatile_value_written_every_reconcile;
 pub mod ca203_polling_requeue;
 pub mod ca204_error_requeue_without_backoff;
 pub mod ca205_watcher_without_backoff;
+pub mod ca206_field_ownership_fight;
 pub mod ca301_replace_without_conflict_handling;
 pub mod ca302_unbounded_reconcile_concurrency;
 pub mod ca303_uncached_read_in_reconcile;
@@ -68,6 +69,7 @@ pub fn run_all(unit: &Unit<'_>) -> Vec<Finding> {
     ca203_polling_requeue::check(&cx, &mut out);
     ca204_error_requeue_without_backoff::check(&cx, &mut out);
     ca205_watcher_without_backoff::check(&cx, &mut out);
+    ca206_field_ownership_fight::check(&cx, &mut out);
     ca301_replace_without_conflict_handling::check(&cx, &mut out);
     ca302_unbounded_reconcile_concurrency::check(&cx, &mut out);
     ca303_uncached_read_in_reconcile::check(&cx, &mut out);
