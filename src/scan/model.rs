@@ -12,12 +12,38 @@ pub struct FileModel {
     pub consts: Vec<(String, f64)>,
     pub fns: Vec<FnModel>,
     pub controllers: Vec<ControllerModel>,
-    /// CA205 candidates: watcher streams consumed outside a Controller without a backoff.
-    pub unbacked_watchers: Vec<Site>,
+    /// `watcher(..)` streams of kube-runtime and what happens to each on its way.
+    pub watcher_streams: Vec<WatcherStream>,
     /// Values handed to metric labels.
     pub metric_label_values: Vec<LabelValue>,
-    /// CA203 candidates: `loop { api read; sleep }`.
-    pub poll_loops: Vec<Site>,
+    /// `loop`/`while` bodies that sleep (or wait on an interval tick), and the API calls in them.
+    pub sleeping_loops: Vec<SleepingLoop>,
+}
+
+/// One `watcher(api, cfg)` stream.
+#[derive(Debug, Clone)]
+pub struct WatcherStream {
+    pub span: Span,
+    pub in_fn: String,
+    /// `.default_backoff()` / `.backoff(..)` is applied to it (or to the binding it goes into).
+    pub backed_off: bool,
+    /// It goes into a `Controller` (`for_stream`, `watches_stream`, `owns_stream`), which backs off itself.
+    pub to_controller: bool,
+    /// It is polled here: `.next()`, `try_next`, `for_each`, `collect`, …
+    pub consumed: bool,
+}
+
+/// A loop whose body sleeps.
+#[derive(Debug, Clone)]
+pub struct SleepingLoop {
+    pub span: Span,
+    pub in_fn: String,
+    /// The body reads from the API server (get/list on an `Api`).
+    pub reads: bool,
+    /// The body writes to the API server.
+    pub writes: bool,
+    /// The body tells 409 Conflict apart.
+    pub handles_conflict: bool,
 }
 
 /// One field of a struct literal: `replicas: Some(app.spec.replicas)` in a `DeploymentSpec { .. }`.
@@ -106,12 +132,24 @@ pub struct FnModel {
     pub clears_resource_version: bool,
     /// `finalizer(&api, …)` calls: writes the kind's metadata.
     pub uses_finalizer: bool,
-    /// Builds a Controller or watcher from `Api::namespaced(_, p)` where `p` is a parameter (CA401, one call away).
+    /// Builds a Controller or watcher from `Api::namespaced(_, p)` where `p` is a parameter.
     pub builds_namespaced_controller: Option<Site>,
-    /// Calls made inside a `for` loop over namespaces that also spawns (CA401, one call away).
-    pub tenant_loop_calls: Vec<(String, Span)>,
-    /// CA401 found within this function.
-    pub tenant_controllers: Vec<Site>,
+    /// `for` loops whose body spawns tasks or collects futures.
+    pub spawning_loops: Vec<SpawningLoop>,
+}
+
+/// A `for` loop whose body spawns tasks or collects futures (`spawn(..)`, `.push(..)`, `JoinSet`, `join_all`).
+#[derive(Debug, Clone)]
+pub struct SpawningLoop {
+    /// The loop's pattern variables and what it iterates, as written: `ns namespaces.iter()`.
+    pub iterates: String,
+    pub loop_vars: Vec<String>,
+    /// An `Api::namespaced(_, v)` in the body takes its namespace from a loop variable.
+    pub namespaced_api_from_loop_var: bool,
+    /// Where the body builds a Controller or watcher, if it does.
+    pub builds_controller: Option<Span>,
+    /// Calls in the body that pass a loop variable: `run_tenant(client.clone(), ns)`.
+    pub calls_with_loop_var: Vec<(String, Span)>,
 }
 
 /// A call of a kube `Api` method.

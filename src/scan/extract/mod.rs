@@ -105,7 +105,7 @@ pub struct Extractor<'a, 'ast> {
     awaited: HashSet<(usize, usize)>,
     seen_chains: HashSet<(usize, usize)>,
     /// The statements being visited, innermost last: their text is rendered only for a watcher
-    /// candidate (CA205), not for every statement.
+    /// stream (see `WatcherStream`), not for every statement.
     stmt_stack: Vec<&'ast Stmt>,
 }
 fn key(s: proc_macro2::Span) -> (usize, usize) {
@@ -257,36 +257,36 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
         ctx.model.handles_conflict = handles_conflict(&body);
         ctx.model.clears_resource_version = body.contains("resource_version=None");
         ctx.model.uses_finalizer = body.contains("finalizer(&");
-        // CA205: a watcher stream that is consumed here without a backoff anywhere on its way.
+        // Each watcher stream: its own statement, and the later ones that use the binding it went into.
         if !ctx.watcher_candidates.is_empty() {
             let stmts = statement_texts(block);
             for (span, bound, stmt) in std::mem::take(&mut ctx.watcher_candidates) {
-                if has_backoff(&stmt) || hands_to_controller(&stmt) {
-                    continue;
-                }
-                let ok = match &bound {
-                    Some(name) => {
-                        let uses: Vec<&String> = stmts
-                            .iter()
-                            .filter(|s| contains_ident(s, name) && **s != stmt)
-                            .collect();
-                        let safe = uses
-                            .iter()
-                            .any(|s| has_backoff(s) || hands_to_controller(s));
-                        let consumed = uses
-                            .iter()
-                            .any(|s| consumes(s, Some(name)) || consumes(s, None));
-                        safe || !consumed
-                    }
-                    None => !consumes(&stmt, None),
+                let uses: Vec<&String> = match &bound {
+                    Some(name) => stmts
+                        .iter()
+                        .filter(|s| contains_ident(s, name) && **s != stmt)
+                        .collect(),
+                    None => Vec::new(),
                 };
-                if !ok {
-                    self.model.unbacked_watchers.push(Site {
-                        span,
-                        what: "watcher".into(),
-                        in_fn: ctx.model.name.clone(),
-                    });
+                let on_the_way = std::iter::once(&stmt).chain(uses.iter().copied());
+                let (mut backed_off, mut to_controller) = (false, false);
+                for s in on_the_way {
+                    backed_off |= has_backoff(s);
+                    to_controller |= hands_to_controller(s);
                 }
+                let consumed = match &bound {
+                    Some(name) => uses
+                        .iter()
+                        .any(|s| consumes(s, Some(name)) || consumes(s, None)),
+                    None => consumes(&stmt, None),
+                };
+                self.model.watcher_streams.push(WatcherStream {
+                    span,
+                    in_fn: ctx.model.name.clone(),
+                    backed_off,
+                    to_controller,
+                    consumed,
+                });
             }
         }
         self.model.fns.push(ctx.model);

@@ -71,7 +71,7 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
                 // `let Some(x) = … else { return }`: a presence guard.
                 self.guards += 1;
             }
-            // A sync guard held across a later `.await` in the same block (CA305).
+            // A sync guard held across a later `.await` in the same block.
             if let Stmt::Local(l) = s
                 && let Some(init) = &l.init
             {
@@ -287,7 +287,7 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
                 });
             }
         }
-        // CA402
+        // Metric label values.
         if method == "with_label_values" || method == "get_or_create" {
             for a in &m.args {
                 self.check_labels(a);
@@ -322,7 +322,7 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
             let last = last_ident(&p.path);
             spawn_blocking = matches!(last.as_str(), "spawn_blocking" | "block_in_place");
             retry = last.to_ascii_lowercase().contains("retry");
-            // CA305
+            // Blocking calls.
             let blocking = resolved == "std::thread::sleep"
                 || resolved.starts_with("std::fs::")
                 || resolved.starts_with("std::process::Command")
@@ -340,11 +340,11 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
                     });
                 }
             }
-            // CA203 and CA204 requeues
+            // Requeues.
             if last == "requeue" && compact(&p.path).ends_with("Action::requeue") {
                 self.record_requeue(&Expr::Call(c.clone()));
             }
-            // CA205
+            // Watcher streams.
             if self.is_kube_fn(&p.path, &["watcher", "metadata_watcher"]) {
                 let span = self.span(c.span());
                 let (stmt, bound) = match self.stmt_stack.last() {
@@ -470,7 +470,7 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
     }
 
     fn visit_expr_for_loop(&mut self, f: &'ast syn::ExprForLoop) {
-        self.check_tenant_loop(f);
+        self.record_spawning_loop(f);
         self.visit_expr(&f.expr);
         // `for attempt in 1..=n { … 409 … }` is a bounded retry, not an iteration over objects.
         let retry = matches!(&*f.expr, Expr::Range(_)) && handles_conflict(&compact(&f.body));
@@ -481,14 +481,14 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
     fn visit_expr_while(&mut self, w: &'ast syn::ExprWhile) {
         let is_let = matches!(&*w.cond, Expr::Let(_));
         if !is_let {
-            self.check_poll_loop(w.while_token.span, &w.body);
+            self.record_sleeping_loop(w.while_token.span, &w.body);
         }
         self.visit_expr(&w.cond);
         self.with_scope(Scope::While, |s| s.visit_block(&w.body));
     }
 
     fn visit_expr_loop(&mut self, l: &'ast syn::ExprLoop) {
-        self.check_poll_loop(l.loop_token.span, &l.body);
+        self.record_sleeping_loop(l.loop_token.span, &l.body);
         self.with_scope(Scope::Loop, |s| s.visit_block(&l.body));
     }
 

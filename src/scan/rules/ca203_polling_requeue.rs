@@ -62,11 +62,16 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
         }
     }
     for file in &cx.unit.files {
-        for l in &file.poll_loops {
+        // A sleeping loop that writes, or tells 409 apart, is a retry with a pause, not polling.
+        for l in file
+            .sleeping_loops
+            .iter()
+            .filter(|l| l.reads && !l.writes && !l.handles_conflict)
+        {
             out.push(finding(
                 "CA203",
                 l.span.clone(),
-                format!("`{}` polls the API server with a sleep in a loop (in `{}`)", l.what, l.in_fn),
+                format!("`loop` polls the API server with a sleep in a loop (in `{}`)", l.in_fn),
                 "watch instead of polling: a `watcher`/`reflector` Store, or a Controller with `.watches`",
             ));
         }

@@ -6,13 +6,18 @@ use crate::finding::Finding;
 
 pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
     for file in &cx.unit.files {
-        for w in &file.unbacked_watchers {
+        // A stream a Controller runs is backed off by the Controller; one that is never polled here does nothing.
+        for w in file
+            .watcher_streams
+            .iter()
+            .filter(|w| w.consumed && !w.backed_off && !w.to_controller)
+        {
             out.push(finding(
                 "CA205",
                 w.span.clone(),
                 format!(
-                    "`{}` stream is consumed in `{}` without a backoff: errors re-list immediately, in a loop",
-                    w.what, w.in_fn
+                    "`watcher` stream is consumed in `{}` without a backoff: errors re-list immediately, in a loop",
+                    w.in_fn
                 ),
                 "add `.default_backoff()` to the stream (or `.backoff(ExponentialBackoff::default())`)",
             ));

@@ -3,21 +3,55 @@
 
 use super::{Ctx, finding};
 use crate::finding::{Evidence, Finding};
+use crate::scan::model::SpawningLoop;
+
+/// Words that make a loop one over tenants: one watcher per kind is how controllers are built, one per namespace
+/// is the anti-pattern.
+const TENANTISH: &[&str] = &[
+    "namespace",
+    "tenant",
+    "workspace",
+    "team",
+    "project",
+    "cluster",
+    "org",
+];
+
+fn over_tenants(l: &SpawningLoop) -> bool {
+    let text = l.iterates.to_ascii_lowercase();
+    TENANTISH.iter().any(|w| text.contains(w))
+        || l.loop_vars
+            .iter()
+            .any(|v| v == "ns" || v.starts_with("ns_") || v.ends_with("_ns"))
+}
 
 pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
     let help = "run one cluster-wide Controller on `Api::all(client)` (filter tenants in reconcile or with a label selector) and share its Store";
     let mut seen = std::collections::HashSet::new();
     for id in cx.unit.all_fns() {
         let func = cx.unit.func(id);
-        for s in &func.tenant_controllers {
-            out.push(finding(
-                "CA401",
-                s.span.clone(),
-                format!("a {} is built from `Api::namespaced` for each namespace of a loop in `{}` and spawned: one watch, queue and cache per tenant", s.what, s.in_fn),
-                help,
-            ));
+        // Within the loop: a Controller built on `Api::namespaced(_, ns)` of the loop's namespace.
+        for l in func
+            .spawning_loops
+            .iter()
+            .filter(|l| l.namespaced_api_from_loop_var)
+        {
+            if let Some(span) = &l.builds_controller {
+                out.push(finding(
+                    "CA401",
+                    span.clone(),
+                    format!("a Controller is built from `Api::namespaced` for each namespace of a loop in `{}` and spawned: one watch, queue and cache per tenant", func.name),
+                    help,
+                ));
+            }
         }
-        for (callee, call_span) in &func.tenant_loop_calls {
+        // One call away: `spawn(run_tenant(client.clone(), ns))` in a loop over tenants.
+        let calls = func
+            .spawning_loops
+            .iter()
+            .filter(|l| !l.namespaced_api_from_loop_var && over_tenants(l))
+            .flat_map(|l| &l.calls_with_loop_var);
+        for (callee, call_span) in calls {
             for cid in cx.unit.resolve(callee, id.0) {
                 if let Some(site) = &cx.unit.func(cid).builds_namespaced_controller
                     && seen.insert(site.span.clone())
