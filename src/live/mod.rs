@@ -286,14 +286,7 @@ async fn serve_windows(
     )?;
     let mut window_args = a.clone();
     window_args.no_progress = true;
-    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .context("listening for SIGTERM")?;
-    let stop = async move {
-        tokio::select! {
-            _ = terminate.recv() => {}
-            _ = tokio::signal::ctrl_c() => {}
-        }
-    };
+    let stop = shutdown()?;
     tokio::pin!(stop);
     let mut seen = events::Seen::new();
     loop {
@@ -348,6 +341,27 @@ async fn serve_windows(
     server.abort();
     eprintln!("stopped");
     Ok(())
+}
+
+/// Resolves on SIGTERM (how Kubernetes stops a pod) or Ctrl-C.
+#[cfg(unix)]
+fn shutdown() -> Result<impl Future<Output = ()>> {
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .context("listening for SIGTERM")?;
+    Ok(async move {
+        tokio::select! {
+            _ = terminate.recv() => {}
+            _ = tokio::signal::ctrl_c() => {}
+        }
+    })
+}
+
+/// Resolves on Ctrl-C (no SIGTERM off Unix).
+#[cfg(not(unix))]
+fn shutdown() -> Result<impl Future<Output = ()>> {
+    Ok(async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
 }
 
 /// This process's peak resident set in KiB (Linux: `VmHWM`), if the system says.
