@@ -164,6 +164,17 @@ pub(crate) async fn apply_widget_crd(client: &Client) -> Result<()> {
         .await
         .context("the Widget CRD did not become Established within 30s")?
         .context("watching the Widget CRD")?;
+    // Established is not yet served: a fresh API server answers 404 on the new type for a moment, and the first
+    // test to run on a fresh control plane would create its Widgets into that.
+    let widgets: Api<ctrlaudit::bench::widget::Widget> = Api::all(client.clone());
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    while let Err(e) = widgets.list(&Default::default()).await {
+        anyhow::ensure!(
+            tokio::time::Instant::now() < deadline,
+            "the Widget type is not served 120 s after its CRD was Established: {e}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     Ok(())
 }
 

@@ -31,18 +31,10 @@ impl Plane {
     /// [`Self::start`] with extra kube-apiserver flags (`--feature-gates=…`).
     pub async fn start_with_flags(name: &str, apiserver_flags: &[&str]) -> Plane {
         let plane = Self::boot(name, apiserver_flags).await;
-        super::apply_widget_crd(&plane.client).await.unwrap();
-        // Established is not yet served: a fresh API server answers 404 on the new type for a moment.
-        let widgets: kube::Api<ctrlaudit::bench::widget::Widget> =
-            kube::Api::all(plane.client.clone());
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
-        while let Err(e) = widgets.list(&Default::default()).await {
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "{name}: the Widget type is not served: {e}"
-            );
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+        // Waits until the type is served, not only Established.
+        super::apply_widget_crd(&plane.client)
+            .await
+            .unwrap_or_else(|e| panic!("{name}: {e:#}"));
         plane
     }
 
@@ -103,8 +95,8 @@ impl Plane {
         }
     }
 
-    /// Compacts etcd at its current revision (through etcd's JSON gateway), so that a watch that resumes from
-    /// an older resourceVersion gets 410 Gone and must re-list. Returns the revision.
+    /// Writes a key of its own to etcd and compacts at that revision (through etcd's JSON gateway), so that a
+    /// watch that resumes from any resourceVersion it saw gets 410 Gone and must re-list. Returns the revision.
     pub fn compact_etcd(&self) -> u64 {
         let args = std::fs::read_to_string(self.dir.join("kube-apiserver.args")).unwrap();
         let etcd = args
@@ -124,7 +116,13 @@ impl Plane {
             );
             serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
         };
-        let head = post("/v3/kv/range", r#"{"key":"Zm9v"}"#);
+        // A write of its own first: otherwise, when the last revision before the compaction is the last one a
+        // watch saw (nothing else was written since), the watch resumes from a revision that still exists and
+        // gets no 410. ("Y3RybGF1ZGl0LWJ1bXA=" is `ctrlaudit-bump`, "eA==" is `x`.)
+        let head = post(
+            "/v3/kv/put",
+            r#"{"key":"Y3RybGF1ZGl0LWJ1bXA=","value":"eA=="}"#,
+        );
         let revision: u64 = head["header"]["revision"]
             .as_str()
             .unwrap()
