@@ -110,18 +110,7 @@ pub async fn custom_resources(
                     let mut out = Vec::new();
                     for g in d.groups().filter(|g| !builtin_group(g.name())) {
                         for (ar, caps) in g.recommended_resources() {
-                            out.push(ResourceType {
-                                group: ar.group.clone(),
-                                version: ar.version.clone(),
-                                kind: ar.kind.clone(),
-                                plural: ar.plural.clone(),
-                                namespaced: caps.scope == kube::discovery::Scope::Namespaced,
-                                status_subresource: caps
-                                    .subresources
-                                    .iter()
-                                    .any(|(s, _)| s.plural == "status"),
-                                ..ResourceType::default()
-                            });
+                            out.push(discovered(&ar, &caps));
                         }
                     }
                     (out, notes)
@@ -135,6 +124,22 @@ pub async fn custom_resources(
                 }
             }
         }
+    }
+}
+
+/// A type as API discovery describes it.
+fn discovered(
+    ar: &kube::api::ApiResource,
+    caps: &kube::discovery::ApiCapabilities,
+) -> ResourceType {
+    ResourceType {
+        group: ar.group.clone(),
+        version: ar.version.clone(),
+        kind: ar.kind.clone(),
+        plural: ar.plural.clone(),
+        namespaced: caps.scope == kube::discovery::Scope::Namespaced,
+        status_subresource: caps.subresources.iter().any(|(s, _)| s.plural == "status"),
+        ..ResourceType::default()
     }
 }
 
@@ -207,15 +212,10 @@ pub async fn builtin_resources(
                 continue;
             }
             out.push(ResourceType {
-                group: ar.group.clone(),
-                version: ar.version.clone(),
-                kind: ar.kind.clone(),
-                plural: ar.plural.clone(),
-                namespaced: caps.scope == kube::discovery::Scope::Namespaced,
                 // Its status is not read (metadata only), so nothing can be said about a dropped one.
                 status_subresource: false,
                 metadata_only: true,
-                ..ResourceType::default()
+                ..discovered(&ar, &caps)
             });
         }
     }

@@ -3,16 +3,13 @@
 //! by user and user agent).
 
 use super::{
-    finding, identity_subject, kind_of, manager_subject, objects_by_type, on_objects, type_subject,
-    value, watched_minutes, where_label, window, with_identity,
+    Hits, finding, identity_subject, kind_of, manager_subject, objects_by_type, on_objects,
+    per_object_evidence, type_subject, watched_minutes, where_label, with_identity,
 };
 use crate::config::Config;
 use crate::finding::Finding;
 use crate::live::snapshot::{Identity, Snapshot};
 use std::collections::BTreeMap;
-
-/// Per object: name, changes per minute, changes.
-type Hits = Vec<(String, f64, u32)>;
 
 /// A change counts as volatile churn when at least half of a field's changes were to timestamp-like values.
 fn volatile(changes: u32, volatile_changes: u32) -> bool {
@@ -134,22 +131,10 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
 }
 
 fn evidence(hits: &[(String, f64, u32)], rate: f64, secs: f64) -> Vec<crate::finding::Evidence> {
-    let mut ev = vec![
-        value("objects", hits.len() as f64, "objects"),
-        value("rate per object", rate, "writes/min"),
-        value(
-            "writes",
-            hits.iter().map(|h| f64::from(h.2)).sum::<f64>(),
-            "writes",
-        ),
-        window(secs),
-    ];
-    let mut top: Vec<&(String, f64, u32)> = hits.iter().collect();
-    top.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    ev.extend(
-        top.iter()
-            .take(3)
-            .map(|h| value(format!("rate of {}", h.0), h.1, "writes/min")),
-    );
-    ev
+    per_object_evidence(
+        hits,
+        rate,
+        secs,
+        ("writes", "rate per object", "rate of", "writes/min"),
+    )
 }

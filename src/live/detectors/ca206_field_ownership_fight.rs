@@ -3,7 +3,8 @@
 //! and a GitOps tool. Neither ever wins, so the object never settles.
 
 use super::{
-    finding, objects_by_type, on_objects, type_subject, value, watched_minutes, where_label, window,
+    Hits, finding, objects_by_type, on_objects, per_object_evidence, type_subject, watched_minutes,
+    where_label,
 };
 use crate::config::Config;
 use crate::finding::{Evidence, Finding};
@@ -13,9 +14,6 @@ use std::collections::BTreeMap;
 /// Handovers of one field on one object within the window before it counts as a fight: A→B→A→B. One or two
 /// are a handover (a migration to server-side apply, an operator taking over from `kubectl create`).
 const MIN_HANDOVERS: u32 = 3;
-
-/// Per object: name, handovers per minute, handovers.
-type Hits = Vec<(String, f64, u32)>;
 
 pub fn detect(s: &Snapshot, _cfg: &Config) -> Vec<Finding> {
     let mut out = Vec::new();
@@ -66,24 +64,17 @@ pub fn detect(s: &Snapshot, _cfg: &Config) -> Vec<Finding> {
 }
 
 fn evidence(hits: &[(String, f64, u32)], rate: f64, secs: f64) -> Vec<Evidence> {
-    let mut ev = vec![
-        value("objects", hits.len() as f64, "objects"),
-        value("handovers per object", rate, "handovers/min"),
-        value(
+    per_object_evidence(
+        hits,
+        rate,
+        secs,
+        (
             "handovers",
-            hits.iter().map(|h| f64::from(h.2)).sum::<f64>(),
-            "handovers",
+            "handovers per object",
+            "handovers of",
+            "handovers/min",
         ),
-        window(secs),
-    ];
-    let mut top: Vec<&(String, f64, u32)> = hits.iter().collect();
-    top.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    ev.extend(
-        top.iter()
-            .take(3)
-            .map(|h| value(format!("handovers of {}", h.0), h.1, "handovers/min")),
-    );
-    ev
+    )
 }
 
 #[cfg(test)]

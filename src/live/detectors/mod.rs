@@ -86,6 +86,44 @@ pub(crate) fn finding(
     })
 }
 
+/// Objects with a rate per minute: (name, rate, count).
+pub(crate) type Hits = Vec<(String, f64, u32)>;
+
+/// `hits` sorted by rate, the highest first (ties by name, so output is deterministic).
+fn by_rate(hits: &[(String, f64, u32)]) -> Vec<&(String, f64, u32)> {
+    let mut top: Vec<&(String, f64, u32)> = hits.iter().collect();
+    top.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    top
+}
+
+/// The evidence of a rate per object: how many objects, their mean `rate`, the total `count`, the window, and the
+/// three highest rates. `count` names what is counted (`writes`), `per_object` the mean, `of` the top three's
+/// prefix (`rate of w-4`), `unit` the rate's unit.
+pub(crate) fn per_object_evidence(
+    hits: &[(String, f64, u32)],
+    rate: f64,
+    secs: f64,
+    (count, per_object, of, unit): (&str, &str, &str, &str),
+) -> Vec<Evidence> {
+    let mut ev = vec![
+        value("objects", hits.len() as f64, "objects"),
+        value(per_object, rate, unit),
+        value(
+            count,
+            hits.iter().map(|h| f64::from(h.2)).sum::<f64>(),
+            count,
+        ),
+        window(secs),
+    ];
+    ev.extend(
+        by_rate(hits)
+            .into_iter()
+            .take(3)
+            .map(|h| value(format!("{of} {}", h.0), h.1, unit)),
+    );
+    ev
+}
+
 /// Names `hits`' objects (name, rate, count) of one type and namespace on the finding, the highest rate first
 /// (see [`Finding::objects`]).
 pub(crate) fn on_objects(
@@ -94,9 +132,7 @@ pub(crate) fn on_objects(
     hits: &[(String, f64, u32)],
 ) -> Option<Finding> {
     f.map(|mut f| {
-        let mut top: Vec<&(String, f64, u32)> = hits.iter().collect();
-        top.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-        f.objects = top
+        f.objects = by_rate(hits)
             .into_iter()
             .take(crate::finding::MAX_OBJECTS)
             .map(|h| crate::finding::ObjectRef {
