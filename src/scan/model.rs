@@ -113,6 +113,8 @@ pub struct FnModel {
     /// Functions and methods called on an error path (inside `Err(..)`, a `map_err` closure, an `Err` arm): what
     /// only they reach runs when something failed, not on every reconcile.
     pub error_calls: Vec<String>,
+    /// The calls made on a branch arm that goes on to change state (see [`ApiCall::then_writes_on_branch`]).
+    pub transition_calls: Vec<String>,
     /// Fields set in struct literals of Kubernetes spec and reference types (`DeploymentSpec { replicas: .. }`,
     /// `CrossVersionObjectReference { kind: .. }`): what the objects this function builds say.
     pub spec_fields: Vec<FieldInit>,
@@ -172,6 +174,10 @@ pub struct ApiCall {
     /// Inside an `if`/`match` branch, and right after this reconcile changed something (see
     /// `Requeue::after_change`): a read-your-write, not a read on every pass.
     pub after_change_on_branch: bool,
+    /// On a branch arm that, after this call, creates, deletes or writes a status (an API call, or a call of a
+    /// function named for it: `set_phase`, `update_status`): a creation or state-transition step, which runs until
+    /// its write lands rather than on every pass.
+    pub then_writes_on_branch: bool,
     /// Rendered receiver and method for messages: `api.patch`.
     pub text: String,
 }
@@ -191,6 +197,13 @@ impl ApiCall {
     }
     pub fn is_write(&self) -> bool {
         WRITE_METHODS.contains(&self.method.as_str())
+    }
+    /// Creates, deletes or writes a status: a step of the object's life, not a routine apply.
+    pub fn changes_state(&self) -> bool {
+        matches!(
+            self.method.as_str(),
+            "create" | "patch_status" | "replace_status"
+        )
     }
     pub fn is_status_write(&self) -> bool {
         matches!(self.method.as_str(), "patch_status" | "replace_status")
@@ -231,9 +244,12 @@ pub struct Requeue {
     pub unresolved: Option<String>,
     /// Inside an `if`/`match` branch rather than unconditional.
     pub conditional: bool,
-    /// On an error path: inside `Err(..)`, a `map_err`/`or_else`/`unwrap_or_else` closure, an `Err(..)` match arm
-    /// or an `if let Err(..)` branch. Error-retry policy, not polling.
+    /// On an error path: a `map_err`/`or_else`/`unwrap_or_else` closure, an `Err(..)` match arm, an
+    /// `if let Err(..)` branch, or an `Err(..)` inside one of those. Error-retry policy, not polling.
     pub on_error: bool,
+    /// Returned inside `Err(..)`: with `on_error` an error's retry; without it, how a function returning
+    /// `Result<_, Action>` says "not yet" on a branch that waits on state.
+    pub in_err_value: bool,
     /// Right after this reconcile changed something: a write earlier in the same block, or a branch taken because
     /// something was written or changed (`if ensure_secret(..)? {…}`, `if require_status_update {…}`). A one-shot
     /// follow-up, not a timer on an unchanged object.

@@ -113,6 +113,9 @@ impl<'m> Unit<'m> {
     /// Resolves a called name from a file: same file first, then unique in the unit.
     pub fn resolve(&self, name: &str, from_file: usize) -> Vec<FnId> {
         // `module::f`: the `f` of the file that module is, when the crate has several.
+        if let Some(("super", f)) = name.rsplit_once("::") {
+            return self.resolve_in_parent(f, from_file);
+        }
         if let Some((module, f)) = name.rsplit_once("::") {
             let in_module: Vec<FnId> = self
                 .by_name
@@ -144,6 +147,39 @@ impl<'m> Unit<'m> {
         } else {
             Vec::new()
         }
+    }
+
+    /// `super::f` from a file: an `f` of another file, the only one or the one of the parent module (`mod.rs` or
+    /// `dir.rs` beside the file's directory). A file `include!`d into a module has no parent on disk, so the only
+    /// other `f` is the best the crate says.
+    fn resolve_in_parent(&self, f: &str, from_file: usize) -> Vec<FnId> {
+        let others: Vec<FnId> = self
+            .by_name
+            .get(f)
+            .into_iter()
+            .flatten()
+            .copied()
+            .filter(|(fi, _)| *fi != from_file)
+            .collect();
+        if others.len() <= 1 {
+            return others;
+        }
+        let from = std::path::Path::new(&self.files[from_file].path);
+        let dir = from.parent().unwrap_or(from);
+        let parent_dir = if from.file_stem().is_some_and(|s| s == "mod") {
+            dir.parent().unwrap_or(dir)
+        } else {
+            dir
+        };
+        let parents = [parent_dir.join("mod.rs"), parent_dir.with_extension("rs")];
+        others
+            .into_iter()
+            .filter(|(fi, _)| {
+                parents
+                    .iter()
+                    .any(|p| std::path::Path::new(&self.files[*fi].path) == p)
+            })
+            .collect()
     }
 
     /// The crate's methods a call `x.name(..)` on a receiver of unknown type may be: every method of that name
@@ -273,15 +309,11 @@ impl<'m> Unit<'m> {
     /// [`Self::reachable_from_reconcile`], and the functions among them reached only through calls on an error
     /// path: they run when something failed, not on every reconcile.
     pub fn reach(&self) -> (BTreeMap<FnId, Vec<String>>, HashSet<FnId>) {
-        let roots: Vec<(FnId, Vec<String>)> = self
-            .reconcile_roots()
-            .into_iter()
-            .map(|r| (r, vec![self.func(r).name.clone()]))
-            .collect();
-        let normal = self.walk_calls(roots, false);
+        let roots = self.root_paths();
+        let normal = self.walk_calls(roots, Edges::Normal);
         // From everything reached, the error paths too: what they add is reached on error only.
         let from: Vec<(FnId, Vec<String>)> = normal.iter().map(|(k, v)| (*k, v.clone())).collect();
-        let all = self.walk_calls(from, true);
+        let all = self.walk_calls(from, Edges::WithErrors);
         let error_only = all
             .keys()
             .filter(|k| !normal.contains_key(k))
@@ -290,12 +322,27 @@ impl<'m> Unit<'m> {
         (all, error_only)
     }
 
-    /// Breadth-first from `start` along calls (and along error-path calls with `errors`), with the call path that
-    /// reaches each function. Calls on the deletion path are not followed: they run once per deletion.
+    /// The functions reached from a reconcile through calls that are not a creation or state-transition step:
+    /// they run on passes that change nothing.
+    pub fn reach_routine(&self) -> HashSet<FnId> {
+        self.walk_calls(self.root_paths(), Edges::Routine)
+            .into_keys()
+            .collect()
+    }
+
+    fn root_paths(&self) -> Vec<(FnId, Vec<String>)> {
+        self.reconcile_roots()
+            .into_iter()
+            .map(|r| (r, vec![self.func(r).name.clone()]))
+            .collect()
+    }
+
+    /// Breadth-first from `start` along calls (see [`Edges`]), with the call path that reaches each function.
+    /// Calls on the deletion path are not followed: they run once per deletion.
     fn walk_calls(
         &self,
         start: Vec<(FnId, Vec<String>)>,
-        errors: bool,
+        edges: Edges,
     ) -> BTreeMap<FnId, Vec<String>> {
         let mut seen: BTreeMap<FnId, Vec<String>> = BTreeMap::new();
         let mut queue = VecDeque::new();
@@ -307,14 +354,39 @@ impl<'m> Unit<'m> {
         while let Some(id) = queue.pop_front() {
             let f = self.func(id);
             let path = seen.get(&id).cloned().unwrap_or_default();
-            let error_calls = if errors { &f.error_calls } else { &none };
+            let error_calls = if edges == Edges::WithErrors {
+                &f.error_calls
+            } else {
+                &none
+            };
+            // A name called as often on the excluded edges as in all is only called there.
+            let excluded = match edges {
+                Edges::Routine => &f.transition_calls,
+                Edges::Normal | Edges::WithErrors => &none,
+            };
+            let followed = |n: &&String| {
+                excluded.is_empty()
+                    || f.calls
+                        .iter()
+                        .chain(&f.self_calls)
+                        .chain(&f.method_calls)
+                        .filter(|c| c == n)
+                        .count()
+                        > excluded.iter().filter(|c| c == n).count()
+            };
             let callees = f
                 .calls
                 .iter()
                 .chain(f.self_calls.iter())
+                .filter(followed)
                 .chain(error_calls.iter())
                 .flat_map(|n| self.resolve(n, id.0))
-                .chain(f.method_calls.iter().flat_map(|n| self.resolve_method(n)))
+                .chain(
+                    f.method_calls
+                        .iter()
+                        .filter(followed)
+                        .flat_map(|n| self.resolve_method(n)),
+                )
                 .chain(error_calls.iter().flat_map(|n| self.resolve_method(n)))
                 .collect::<Vec<_>>();
             for callee in callees {
@@ -338,6 +410,17 @@ impl<'m> Unit<'m> {
             .enumerate()
             .flat_map(|(fi, f)| (0..f.fns.len()).map(move |ni| (fi, ni)))
     }
+}
+
+/// Which calls a reachability walk follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Edges {
+    /// Calls outside error and deletion paths.
+    Normal,
+    /// Those and the calls on error paths.
+    WithErrors,
+    /// Normal calls but those on a branch arm that then changes state (see `FnModel::transition_calls`).
+    Routine,
 }
 
 /// The module a source file is: `src/operator/resources.rs` → `resources`, `src/operator/mod.rs` → `operator`.

@@ -102,9 +102,9 @@ impl<'ast> Extractor<'_, 'ast> {
         let is_type_ctor =
             segs.len() == 1 && last.chars().next().is_some_and(|c| c.is_ascii_uppercase());
         // `resources::deployment(..)` keeps its module, so that the crate join can tell it from another file's
-        // `deployment` (see `Unit::resolve`).
+        // `deployment` (see `Unit::resolve`); `super::f` keeps `super`: it is never this file's `f`.
         let name = match segs.len() {
-            n if n >= 2 && !matches!(segs[n - 2].as_str(), "Self" | "self" | "super" | "crate") => {
+            n if n >= 2 && !matches!(segs[n - 2].as_str(), "Self" | "self" | "crate") => {
                 format!("{}::{last}", segs[n - 2])
             }
             _ => last,
@@ -118,7 +118,8 @@ impl<'ast> Extractor<'_, 'ast> {
             } else if self.error_path > 0 {
                 f.model.error_calls.push(name);
             } else {
-                f.model.calls.push(name);
+                f.model.calls.push(name.clone());
+                self.note_call(&name);
             }
         }
     }
@@ -179,6 +180,7 @@ impl<'ast> Extractor<'_, 'ast> {
             propagated: self.propagated.contains(&mk),
             on_error: self.error_path > 0,
             after_change_on_branch: self.after_change_on_branch(),
+            then_writes_on_branch: false,
             text: format!("{}.{}", compact(&m.receiver), method),
         };
         let is_body_write = matches!(
@@ -203,9 +205,11 @@ impl<'ast> Extractor<'_, 'ast> {
                 f.model.param_writes.push((index, call.clone()));
             }
         }
+        let (is_read, changes_state) = (call.is_read(), call.changes_state());
         if let Some(f) = self.fns.last_mut() {
             f.model.api_calls.push(call);
         }
+        self.note_api_call(is_read, changes_state);
     }
 
     /// A write-like call in the innermost block: what follows in it comes after a change.
@@ -247,10 +251,13 @@ impl<'ast> Extractor<'_, 'ast> {
             propagated: self.propagated.contains(&k),
             on_error: self.error_path > 0,
             after_change_on_branch: self.after_change_on_branch(),
+            then_writes_on_branch: false,
             text: compact(&c.func),
         };
+        let (is_read, changes_state) = (call.is_read(), call.changes_state());
         if let Some(f) = self.fns.last_mut() {
             f.model.api_calls.push(call);
         }
+        self.note_api_call(is_read, changes_state);
     }
 }

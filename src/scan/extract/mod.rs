@@ -73,6 +73,18 @@ struct FnCtx {
     vars: HashMap<String, Var>,
     params: HashSet<String>,
     watcher_candidates: Vec<(Span, Option<String>, String)>,
+    /// The `if`/`match` arms being visited, innermost last (see `ApiCall::then_writes_on_branch`).
+    arms: Vec<ArmFrame>,
+}
+/// One branch arm being visited: the reads and calls seen in it that no state write has followed yet.
+#[derive(Debug, Default)]
+struct ArmFrame {
+    /// The branch depth inside the arm: a write at this depth is unconditional within the arm.
+    depth: usize,
+    reads: Vec<usize>,
+    calls: Vec<String>,
+    /// The arm logs an error (`error!(..)`, or a log line that says "error"): what it returns is a failure's.
+    logs_error: bool,
 }
 /// The walk over one file.
 #[derive(Debug)]
@@ -93,6 +105,8 @@ pub struct Extractor<'a, 'ast> {
     branches: usize,
     /// Depth of error paths around the node being visited (see `Requeue::on_error`).
     error_path: usize,
+    /// How many of `error_path` are only an `Err(..)` constructor (see `Requeue::in_err_value`).
+    err_values: usize,
     /// Depth of deletion paths around the node being visited (see `FnModel::deletion_calls`).
     deletion_path: usize,
     /// Per enclosing block: has a write-like call been seen in it so far (see `Requeue::after_change`)?
@@ -143,6 +157,7 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
             scopes: Vec::new(),
             guards: 0,
             branches: 0,
+            err_values: 0,
             error_path: 0,
             deletion_path: 0,
             block_writes: Vec::new(),

@@ -3,6 +3,9 @@
 
 use super::*;
 
+/// Names of crate functions that change an object's state: a call of one ends a transition step.
+const STATE_WRITE_NAMES: &[&str] = &["status", "phase", "transition"];
+
 impl<'ast> Extractor<'_, 'ast> {
     /// In a branch, right after a change: a write-like call earlier in the innermost block, or a branch taken on
     /// a write or a changed flag.
@@ -10,6 +13,88 @@ impl<'ast> Extractor<'_, 'ast> {
         self.branches > 0
             && (self.block_writes.last() == Some(&true)
                 || self.change_branches.last() == Some(&true))
+    }
+
+    /// Visits an `if`/`match` arm with its own [`ArmFrame`]; what no write followed in it is handed to the arm
+    /// around it.
+    pub(super) fn in_arm(&mut self, visit: impl FnOnce(&mut Self)) {
+        let depth = self.branches;
+        if let Some(f) = self.fns.last_mut() {
+            f.arms.push(ArmFrame {
+                depth,
+                ..Default::default()
+            });
+        }
+        visit(self);
+        if let Some(f) = self.fns.last_mut()
+            && let Some(done) = f.arms.pop()
+            && let Some(outer) = f.arms.last_mut()
+        {
+            outer.reads.extend(done.reads);
+            outer.calls.extend(done.calls);
+        }
+    }
+
+    /// Notes the read just pushed to the current function's `api_calls`, or a state write.
+    pub(super) fn note_api_call(&mut self, is_read: bool, changes_state: bool) {
+        let Some(f) = self.fns.last_mut() else {
+            return;
+        };
+        let index = f.model.api_calls.len().saturating_sub(1);
+        if let Some(arm) = f.arms.last_mut()
+            && is_read
+        {
+            arm.reads.push(index);
+        }
+        if changes_state {
+            self.note_state_write();
+        }
+    }
+
+    /// Notes a call of a crate function (for [`FnModel::transition_calls`]), which may itself change state.
+    pub(super) fn note_call(&mut self, name: &str) {
+        if let Some(arm) = self.fns.last_mut().and_then(|f| f.arms.last_mut()) {
+            arm.calls.push(name.to_string());
+        }
+        if STATE_WRITE_NAMES.iter().any(|w| name.contains(w)) {
+            self.note_state_write();
+        }
+    }
+
+    /// A state write at the current arm's own depth: what the arm read or called before it is a transition step.
+    fn note_state_write(&mut self) {
+        let branches = self.branches;
+        let Some(f) = self.fns.last_mut() else {
+            return;
+        };
+        let Some(arm) = f.arms.last_mut() else {
+            return;
+        };
+        if arm.depth != branches {
+            return;
+        }
+        for i in arm.reads.drain(..) {
+            if let Some(c) = f.model.api_calls.get_mut(i) {
+                c.then_writes_on_branch = true;
+            }
+        }
+        f.model.transition_calls.append(&mut arm.calls);
+    }
+
+    /// A log macro in the current arm that reports an error marks the arm as a failure's (see
+    /// `ArmFrame::logs_error`).
+    pub(super) fn note_log(&mut self, mac: &syn::Macro) {
+        let name = last_ident(&mac.path);
+        let logs_error = match name.as_str() {
+            "error" => true,
+            "warn" | "info" | "debug" | "trace" | "event" => {
+                mac.tokens.to_string().to_lowercase().contains("error")
+            }
+            _ => false,
+        };
+        if logs_error && let Some(arm) = self.fns.last_mut().and_then(|f| f.arms.last_mut()) {
+            arm.logs_error = true;
+        }
     }
 
     /// Visits `e` as part of an error path.
@@ -23,13 +108,21 @@ impl<'ast> Extractor<'_, 'ast> {
     /// marked conditional when it stands inside a branch.
     pub(super) fn record_requeue(&mut self, e: &Expr) {
         let conditional = self.branches > 0;
-        let on_error = self.error_path > 0;
+        // `Err(..)` alone is how a `Result<_, Action>` says "not yet"; an error path needs an error around it.
+        let logged_error = self
+            .fns
+            .last()
+            .and_then(|f| f.arms.last())
+            .is_some_and(|a| a.logs_error);
+        let on_error = self.error_path > self.err_values || (self.err_values > 0 && logged_error);
+        let in_err_value = self.err_values > 0;
         let after_change =
             self.block_writes.last() == Some(&true) || self.change_branches.last() == Some(&true);
         let r = self.fns.last().and_then(|f| self.requeue_of(e, f));
         if let (Some(mut r), Some(f)) = (r, self.fns.last_mut()) {
             r.conditional = conditional;
             r.on_error = on_error;
+            r.in_err_value = in_err_value;
             r.after_change = after_change;
             f.model.requeues.push(r);
         }
@@ -50,6 +143,7 @@ impl<'ast> Extractor<'_, 'ast> {
                         unresolved,
                         conditional: false,
                         on_error: false,
+                        in_err_value: false,
                         after_change: false,
                         text: compact(c),
                     });
@@ -75,6 +169,7 @@ impl<'ast> Extractor<'_, 'ast> {
                     unresolved,
                     conditional: false,
                     on_error: false,
+                    in_err_value: false,
                     after_change: false,
                     text: compact(f),
                 })

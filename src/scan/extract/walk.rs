@@ -241,6 +241,7 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
             self.mark_write();
         }
         self.record_volatile_args(method.clone(), m.args.iter());
+        let plain = self.deletion_path == 0 && self.error_path == 0;
         if let Some(f) = self.fns.last_mut() {
             match &*m.receiver {
                 _ if self.deletion_path > 0 => f.model.deletion_calls.push(method.clone()),
@@ -248,6 +249,9 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
                 Expr::Path(p) if p.path.is_ident("self") => f.model.self_calls.push(method.clone()),
                 _ => f.model.method_calls.push(method.clone()),
             }
+        }
+        if plain {
+            self.note_call(&method);
         }
         // `annotations.insert(KEY, Utc::now()..)` makes `annotations` volatile, under that key.
         if !WRITE_METHODS.contains(&method.as_str())
@@ -377,7 +381,9 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
         }
         let err_value = matches!(&*c.func, Expr::Path(p) if last_ident(&p.path) == "Err");
         self.error_path += usize::from(err_value);
+        self.err_values += usize::from(err_value);
         visit::visit_expr_call(self, c);
+        self.err_values -= usize::from(err_value);
         self.error_path -= usize::from(err_value);
         if spawn_blocking {
             self.blocking_ok -= 1;
@@ -415,11 +421,13 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
 
     fn visit_expr_macro(&mut self, m: &'ast syn::ExprMacro) {
         self.check_metric_macro(&m.mac);
+        self.note_log(&m.mac);
         visit::visit_expr_macro(self, m);
     }
 
     fn visit_stmt_macro(&mut self, m: &'ast syn::StmtMacro) {
         self.check_metric_macro(&m.mac);
+        self.note_log(&m.mac);
         visit::visit_stmt_macro(self, m);
     }
 
@@ -435,13 +443,13 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
         let deleting = deletion_condition(&i.cond);
         self.deletion_path += usize::from(deleting == Some(true));
         self.change_branches.push(signals_change(&i.cond));
-        self.visit_block(&i.then_branch);
+        self.in_arm(|s| s.visit_block(&i.then_branch));
         self.change_branches.pop();
         self.deletion_path -= usize::from(deleting == Some(true));
         self.error_path -= usize::from(on_error);
         if let Some((_, e)) = &i.else_branch {
             self.deletion_path += usize::from(deleting == Some(false));
-            self.visit_expr(e);
+            self.in_arm(|s| s.visit_expr(e));
             self.deletion_path -= usize::from(deleting == Some(false));
         }
         self.branches -= 1;
@@ -462,7 +470,7 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
             if is_err_pattern(&arm.pat) {
                 self.visit_on_error_path(&arm.body);
             } else {
-                self.visit_expr(&arm.body);
+                self.in_arm(|s| s.visit_expr(&arm.body));
             }
             self.deletion_path -= usize::from(deleting);
         }

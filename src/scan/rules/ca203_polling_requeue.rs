@@ -18,7 +18,9 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
         }
         for r in &func.requeues {
             // An error path's requeue is retry policy (CA204's business), not polling.
-            if r.on_error {
+            // An unconditional `Err(requeue)` is what a failure-only helper returns; on a branch, without an
+            // error around it, it is "not ready yet" spelled as `Err` (judged below, at info).
+            if r.on_error || (r.in_err_value && !r.conditional) {
                 continue;
             }
             let Some(secs) = cx.unit.requeue_secs(r) else {
@@ -47,11 +49,19 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
             if r.conditional {
                 // A short wait on a "not ready yet" branch costs less than polling every object.
                 f.severity = Severity::Info;
-                f.message = format!(
-                    "reconcile requeues after {} on a branch{}: polls while waiting",
-                    secs_text(secs),
-                    cx.via(id)
-                );
+                f.message = if r.in_err_value {
+                    format!(
+                        "reconcile returns `Err` with a requeue after {} on a branch that is no error{}: polls while waiting",
+                        secs_text(secs),
+                        cx.via(id)
+                    )
+                } else {
+                    format!(
+                        "reconcile requeues after {} on a branch{}: polls while waiting",
+                        secs_text(secs),
+                        cx.via(id)
+                    )
+                };
             }
             f.evidence.push(Evidence::Value {
                 name: "requeue".into(),

@@ -25,6 +25,11 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
             if call.on_error || call.after_change_on_branch {
                 continue;
             }
+            // A creation or state-transition step (read, then create or move the object to its next phase) runs
+            // until its write lands, not on every pass.
+            if call.then_writes_on_branch || !cx.routine.contains(&id) {
+                continue;
+            }
             let kind = call
                 .kind
                 .as_deref()

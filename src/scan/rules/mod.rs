@@ -27,6 +27,8 @@ pub struct Ctx<'u> {
     pub reach: BTreeMap<FnId, Vec<String>>,
     /// Those of `reach` reached only through calls on an error path.
     pub error_only: HashSet<FnId>,
+    /// Those of `reach` reached on passes that change nothing (see [`Unit::reach_routine`]).
+    pub routine: HashSet<FnId>,
     pub policies: HashSet<FnId>,
 }
 
@@ -36,6 +38,7 @@ impl<'u> Ctx<'u> {
         Self {
             reach,
             error_only,
+            routine: unit.reach_routine(),
             policies: unit.error_policies(),
             unit,
         }
