@@ -254,6 +254,8 @@ pub struct Requeue {
     /// something was written or changed (`if ensure_secret(..)? {…}`, `if require_status_update {…}`). A one-shot
     /// follow-up, not a timer on an unchanged object.
     pub after_change: bool,
+    /// Right after a write of any kind earlier in the same block (an apply, a patch, a call named like one).
+    pub after_write: bool,
     pub text: String,
 }
 

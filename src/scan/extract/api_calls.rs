@@ -20,6 +20,15 @@ pub(super) fn is_write_like(name: &str) -> bool {
     WRITE_METHODS.contains(&name) || WRITE_LIKE_PREFIXES.iter().any(|p| name.starts_with(p))
 }
 
+/// A call that moves an object to a new state rather than re-applying what it should look like: `create`, a status
+/// write, or a crate function that writes a status or phase (`set_phase`, `update_status`) or says it transitions.
+/// An idempotent apply or scale every pass is not one.
+pub(super) fn changes_state(name: &str) -> bool {
+    matches!(name, "create" | "patch_status" | "replace_status")
+        || name.starts_with("transition")
+        || (is_write_like(name) && (name.contains("status") || name.contains("phase")))
+}
+
 impl<'ast> Extractor<'_, 'ast> {
     pub(super) fn resolve_call_path(&self, p: &syn::Path) -> String {
         self.imports.resolve(&path_segments(p))
@@ -213,9 +222,14 @@ impl<'ast> Extractor<'_, 'ast> {
     }
 
     /// A write-like call in the innermost block: what follows in it comes after a change.
-    pub(super) fn mark_write(&mut self) {
+    pub(super) fn mark_write(&mut self, name: &str) {
+        let level = if changes_state(name) {
+            Written::StateChange
+        } else {
+            Written::Write
+        };
         if let Some(b) = self.block_writes.last_mut() {
-            *b = true;
+            *b = (*b).max(level);
         }
     }
 

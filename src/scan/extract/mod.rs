@@ -76,6 +76,15 @@ struct FnCtx {
     /// The `if`/`match` arms being visited, innermost last (see `ApiCall::then_writes_on_branch`).
     arms: Vec<ArmFrame>,
 }
+/// What a block has written so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Written {
+    Nothing,
+    /// A write-like call: an apply, a patch, a call named like one.
+    Write,
+    /// A call that moves an object to a new state (see `api_calls::changes_state`).
+    StateChange,
+}
 /// One branch arm being visited: the reads and calls seen in it that no state write has followed yet.
 #[derive(Debug, Default)]
 struct ArmFrame {
@@ -109,8 +118,8 @@ pub struct Extractor<'a, 'ast> {
     err_values: usize,
     /// Depth of deletion paths around the node being visited (see `FnModel::deletion_calls`).
     deletion_path: usize,
-    /// Per enclosing block: has a write-like call been seen in it so far (see `Requeue::after_change`)?
-    block_writes: Vec<bool>,
+    /// Per enclosing block: the strongest write-like call seen in it so far (see `Requeue::after_change`).
+    block_writes: Vec<Written>,
     /// Per enclosing `if`: was its branch taken because something was written or changed?
     change_branches: Vec<bool>,
     blocking_ok: usize,

@@ -3,15 +3,12 @@
 
 use super::*;
 
-/// Names of crate functions that change an object's state: a call of one ends a transition step.
-const STATE_WRITE_NAMES: &[&str] = &["status", "phase", "transition"];
-
 impl<'ast> Extractor<'_, 'ast> {
     /// In a branch, right after a change: a write-like call earlier in the innermost block, or a branch taken on
     /// a write or a changed flag.
     pub(super) fn after_change_on_branch(&self) -> bool {
         self.branches > 0
-            && (self.block_writes.last() == Some(&true)
+            && (self.block_writes.last() >= Some(&Written::Write)
                 || self.change_branches.last() == Some(&true))
     }
 
@@ -56,7 +53,7 @@ impl<'ast> Extractor<'_, 'ast> {
         if let Some(arm) = self.fns.last_mut().and_then(|f| f.arms.last_mut()) {
             arm.calls.push(name.to_string());
         }
-        if STATE_WRITE_NAMES.iter().any(|w| name.contains(w)) {
+        if changes_state(name) {
             self.note_state_write();
         }
     }
@@ -116,14 +113,17 @@ impl<'ast> Extractor<'_, 'ast> {
             .is_some_and(|a| a.logs_error);
         let on_error = self.error_path > self.err_values || (self.err_values > 0 && logged_error);
         let in_err_value = self.err_values > 0;
-        let after_change =
-            self.block_writes.last() == Some(&true) || self.change_branches.last() == Some(&true);
+        // After an idempotent apply the object is as it was: a short requeue is still a timer.
+        let after_change = self.block_writes.last() == Some(&Written::StateChange)
+            || self.change_branches.last() == Some(&true);
+        let after_write = self.block_writes.last() >= Some(&Written::Write);
         let r = self.fns.last().and_then(|f| self.requeue_of(e, f));
         if let (Some(mut r), Some(f)) = (r, self.fns.last_mut()) {
             r.conditional = conditional;
             r.on_error = on_error;
             r.in_err_value = in_err_value;
             r.after_change = after_change;
+            r.after_write = after_write;
             f.model.requeues.push(r);
         }
     }
@@ -145,6 +145,7 @@ impl<'ast> Extractor<'_, 'ast> {
                         on_error: false,
                         in_err_value: false,
                         after_change: false,
+                        after_write: false,
                         text: compact(c),
                     });
                 }
@@ -171,6 +172,7 @@ impl<'ast> Extractor<'_, 'ast> {
                     on_error: false,
                     in_err_value: false,
                     after_change: false,
+                    after_write: false,
                     text: compact(f),
                 })
             }

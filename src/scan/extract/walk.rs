@@ -51,7 +51,7 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
     }
 
     fn visit_block(&mut self, b: &'ast syn::Block) {
-        self.block_writes.push(false);
+        self.block_writes.push(Written::Nothing);
         let saved = self.guards;
         for (i, s) in b.stmts.iter().enumerate() {
             self.visit_stmt(s);
@@ -238,7 +238,7 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
         self.handle_chain_parts(root, calls);
         self.handle_api_call(m);
         if is_write_like(&method) {
-            self.mark_write();
+            self.mark_write(&method);
         }
         self.record_volatile_args(method.clone(), m.args.iter());
         let plain = self.deletion_path == 0 && self.error_path == 0;
@@ -318,8 +318,9 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
         let mut retry = false;
         if let Expr::Path(p) = &*c.func {
             self.record_call_name(&p.path);
-            if is_write_like(&last_ident(&p.path)) {
-                self.mark_write();
+            let name = last_ident(&p.path);
+            if is_write_like(&name) {
+                self.mark_write(&name);
             }
             self.record_volatile_args(last_ident(&p.path), c.args.iter());
             let resolved = self.resolve_call_path(&p.path);

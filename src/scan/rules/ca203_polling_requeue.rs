@@ -30,7 +30,11 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
             // not a timer.
             // A branch's requeue right after this reconcile changed something (a state-machine step) is a one-shot
             // follow-up too.
-            if secs >= limit || (r.conditional && (secs == 0.0 || r.after_change)) {
+            // A sub-second requeue right after a write is "look again at once", not a timer either.
+            if secs >= limit
+                || (r.conditional
+                    && (secs == 0.0 || r.after_change || (secs < 1.0 && r.after_write)))
+            {
                 continue;
             }
             let mut f = finding(
