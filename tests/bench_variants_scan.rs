@@ -35,6 +35,7 @@ fn findings() -> Vec<ctrlaudit::finding::Finding> {
         config: Config::default(),
         policy: Policy::default(),
         threads: None,
+        deps: true,
     };
     scan(&opts).unwrap().findings
 }

@@ -18,6 +18,7 @@ fn scan_fixtures_match_inline_expectations() {
         config: Config::default(),
         policy: Policy::default(),
         threads: None,
+        deps: true,
     };
     let result = scan(&opts).unwrap();
     let expected = expect::markers_under(&root, &|p| p.to_string_lossy().replace('\\', "/"));

@@ -30,6 +30,10 @@ pub struct ScanArgs {
     /// Worker threads (default: one per core).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Do not read the source of the crate's kube-using dependencies (found through Cargo.lock in vendor/ or
+    /// Cargo's registry cache; nothing is downloaded).
+    #[arg(long)]
+    pub no_deps: bool,
 }
 
 /// Scans, applies the baseline, renders; Findings when one is at or above `--fail-on`.
@@ -55,6 +59,7 @@ pub fn run(out: &OutputArgs, a: &ScanArgs) -> Outcome {
         config,
         policy,
         threads: a.threads,
+        deps: !a.no_deps,
     };
     let mut result = scan(&opts)?;
     if let Some(path) = &a.write_baseline {

@@ -5,6 +5,7 @@
 pub mod baseline;
 pub mod command;
 pub mod crd_yaml;
+pub mod deps;
 pub mod eval;
 pub mod extract;
 pub mod imports;
@@ -19,7 +20,7 @@ use crate::policy::Policy;
 use crate::report::Note;
 use aho_corasick::AhoCorasick;
 use rayon::prelude::*;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -31,6 +32,8 @@ pub struct ScanOptions {
     /// Rule levels: `ctrlaudit.toml`, then `-D/-W/--allow`.
     pub policy: Policy,
     pub threads: Option<usize>,
+    /// Read the source of the crate's kube-using dependencies when it is on this machine (see [`deps`]).
+    pub deps: bool,
 }
 
 /// What a scan found.
@@ -48,6 +51,8 @@ pub struct ScanStats {
     pub lines: usize,
     pub parsed: usize,
     pub units: usize,
+    /// Dependencies whose source was read (see [`deps`]).
+    pub libraries: usize,
     pub seconds: f64,
 }
 
@@ -58,6 +63,7 @@ impl ScanStats {
             ("lines".into(), self.lines.to_string()),
             ("parsed".into(), self.parsed.to_string()),
             ("crates".into(), self.units.to_string()),
+            ("dependencies read".into(), self.libraries.to_string()),
             ("time".into(), format!("{:.2}s", self.seconds)),
         ]
     }
@@ -511,10 +517,33 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
     result.stats.files_seen = walked.files_seen;
     result.stats.rust_files = walked.rust.len();
     result.stats.units = relevant.len();
+    // Each kube-using dependency on disk is read once, whichever crates share it.
+    let lib_roots: Vec<Vec<PathBuf>> = relevant
+        .iter()
+        .map(|(root, _, _)| {
+            if opts.deps {
+                deps::library_roots(root)
+            } else {
+                Vec::new()
+            }
+        })
+        .collect();
+    let unique: BTreeSet<PathBuf> = lib_roots.iter().flatten().cloned().collect();
+    let libraries: HashMap<PathBuf, Vec<model::FileModel>> = pool.install(|| {
+        unique
+            .into_par_iter()
+            .map(|r| {
+                let models = library_models(&r, config, &needles);
+                (r, models)
+            })
+            .collect()
+    });
+    result.stats.libraries = libraries.len();
     let unit_results: Vec<(Vec<Finding>, Vec<Note>, usize)> = pool.install(|| {
         relevant
             .par_iter()
-            .map(|(root, rs, yaml)| {
+            .zip(lib_roots.par_iter())
+            .map(|((root, rs, yaml), libs)| {
                 let outcomes: Vec<(String, FileOutcome)> = rs
                     .par_iter()
                     .map(|p| (display(p), process_file(p, config, &needles)))
@@ -544,8 +573,16 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
                 }
                 let parsed = models.len();
                 models.extend(crd_context(root, rs));
-                let u = unit::Unit::new(models.iter().collect(), yaml_kinds, config);
-                findings.extend(rules::run_all(&u));
+                let mut all: Vec<&model::FileModel> = models.iter().collect();
+                all.extend(libs.iter().filter_map(|r| libraries.get(r)).flatten());
+                let u = unit::Unit::new(all, yaml_kinds, config);
+                // A dependency's code is not this crate's to change: what it does is reported where this crate
+                // calls it.
+                findings.extend(
+                    rules::run_all(&u)
+                        .into_iter()
+                        .filter(|f| f.subject.span().is_none_or(|s| !u.is_library_file(&s.file))),
+                );
                 for (name, s) in &sups {
                     let extra = suppress::apply(name, s, &mut findings);
                     findings.extend(extra);
@@ -568,6 +605,27 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
     result.stats.lines = lines.into_inner();
     result.stats.seconds = started.elapsed().as_secs_f64();
     Ok(result)
+}
+
+/// The file models of a dependency's `src/`, marked as library code. Files that do not parse are skipped: a
+/// dependency's problems are not this scan's.
+fn library_models(root: &Path, config: &Config, needles: &AhoCorasick) -> Vec<model::FileModel> {
+    let files: Vec<PathBuf> = ignore::WalkBuilder::new(root.join("src"))
+        .build()
+        .flatten()
+        .map(|e| e.into_path())
+        .filter(|p| p.extension().is_some_and(|e| e == "rs"))
+        .collect();
+    files
+        .par_iter()
+        .filter_map(|p| match process_file(p, config, needles) {
+            FileOutcome::Model(m, _) => Some(model::FileModel {
+                library: true,
+                ..*m
+            }),
+            _ => None,
+        })
+        .collect()
 }
 
 fn bytecount_lines(b: &[u8]) -> usize {

@@ -7,6 +7,9 @@ use crate::finding::Span;
 #[derive(Debug, Default, Clone)]
 pub struct FileModel {
     pub path: String,
+    /// A dependency's file (see `scan::deps`): its functions can be called, never run as a reconcile, and
+    /// nothing is reported in it.
+    pub library: bool,
     pub crds: Vec<CrdDecl>,
     /// `const NAME: Duration|u64 = …` evaluated to seconds, for requeues in other files.
     pub consts: Vec<(String, f64)>,
@@ -119,6 +122,8 @@ pub struct FnModel {
     /// `CrossVersionObjectReference { kind: .. }`): what the objects this function builds say.
     pub spec_fields: Vec<FieldInit>,
     pub api_calls: Vec<ApiCall>,
+    /// Calls that hand a kube `Api` to a function (see [`ApiArgCall`]).
+    pub api_arg_calls: Vec<ApiArgCall>,
     pub requeues: Vec<Requeue>,
     /// Every value returned (tail and `return`) when each is a requeue; `None` entries mean "something else".
     pub returns: Vec<Option<Requeue>>,
@@ -154,6 +159,18 @@ pub struct SpawningLoop {
     pub calls_with_loop_var: Vec<(String, Span)>,
 }
 
+/// A call that passes a kube `Api` to a function or method: `list::default(&pools)`. Where the function is a
+/// dependency's thin wrapper of one API call, the crate join reads it as that call, made here.
+#[derive(Debug, Clone)]
+pub struct ApiArgCall {
+    /// The called name, as `FnModel::calls` holds it.
+    pub callee: String,
+    /// Called as a method (`x.apply(&api, ..)`): resolved among methods.
+    pub method: bool,
+    /// Where and how it is called; `method` is empty and `kind` is the `Api`'s.
+    pub call: ApiCall,
+}
+
 /// A call of a kube `Api` method.
 #[derive(Debug, Clone)]
 pub struct ApiCall {
@@ -174,6 +191,8 @@ pub struct ApiCall {
     /// Inside an `if`/`match` branch, and right after this reconcile changed something (see
     /// `Requeue::after_change`): a read-your-write, not a read on every pass.
     pub after_change_on_branch: bool,
+    /// Inside an `if`/`match` branch of its function.
+    pub on_branch: bool,
     /// On a branch arm that, after this call, creates, deletes or writes a status (an API call, or a call of a
     /// function named for it: `set_phase`, `update_status`): a creation or state-transition step, which runs until
     /// its write lands rather than on every pass.

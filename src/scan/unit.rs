@@ -1,7 +1,7 @@
 //! The crate-level join: files of one crate (a unit) seen together, so that a reconcile in one
 //! file, the CRD type in another and a helper in a third are judged as one controller.
 
-use super::model::{FileModel, FnModel, Requeue};
+use super::model::{ApiCall, FileModel, FnModel, Requeue};
 use crate::config::Config;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
@@ -60,6 +60,8 @@ pub struct Unit<'m> {
     by_method: HashMap<&'m str, Vec<FnId>>,
     /// Every file's consts, for durations that name a const of another file.
     consts: HashMap<String, f64>,
+    /// Calls of dependencies' thin wrappers, read as the API call each wraps (see [`Self::api_calls`]).
+    wrapped: HashMap<FnId, Vec<ApiCall>>,
 }
 
 impl<'m> Unit<'m> {
@@ -88,14 +90,75 @@ impl<'m> Unit<'m> {
                 }
             }
         }
-        Self {
+        let mut unit = Self {
             files,
             yaml_kinds,
             config,
             by_name,
             by_method,
             consts,
+            wrapped: HashMap::new(),
+        };
+        unit.wrapped = unit.wrapped_calls();
+        unit
+    }
+
+    /// The API calls a function makes: its own, and those it makes through a dependency's thin wrapper.
+    pub fn api_calls(&self, id: FnId) -> impl Iterator<Item = &ApiCall> + '_ {
+        self.func(id)
+            .api_calls
+            .iter()
+            .chain(self.wrapped.get(&id).into_iter().flatten())
+    }
+
+    /// For every crate function, its calls of a dependency's thin wrapper (one API call, on no branch, loop or
+    /// error path, and nothing else the rules judge), as that API call made at the call site: the site is where
+    /// the crate decides to make it (in a loop, on every pass) and the only place it can change.
+    fn wrapped_calls(&self) -> HashMap<FnId, Vec<ApiCall>> {
+        let mut out: HashMap<FnId, Vec<ApiCall>> = HashMap::new();
+        for id in self.all_fns() {
+            for a in &self.func(id).api_arg_calls {
+                let targets = if a.method {
+                    self.resolve_method(&a.callee)
+                } else {
+                    self.resolve(&a.callee, id.0)
+                };
+                let [target] = targets[..] else {
+                    continue;
+                };
+                let Some(inner) = self.thin_wrapper(target) else {
+                    continue;
+                };
+                let mut call = a.call.clone();
+                call.method = inner.method.clone();
+                // A generic wrapper's `Api<K>` says nothing; the call site's `Api` does.
+                call.kind = call
+                    .kind
+                    .or_else(|| inner.kind.clone().filter(|k| k.len() > 1));
+                call.body_has_status = inner.body_has_status;
+                call.text = format!("{} → {}", a.call.text, inner.text);
+                out.entry(id).or_default().push(call);
+            }
         }
+        out
+    }
+
+    /// The one API call of a dependency's function that makes just that call.
+    fn thin_wrapper(&self, id: FnId) -> Option<&ApiCall> {
+        if !self.files[id.0].library {
+            return None;
+        }
+        let f = self.func(id);
+        let [call] = &f.api_calls[..] else {
+            return None;
+        };
+        let plain = !call.on_branch
+            && !call.on_error
+            && !call.in_retry
+            && !call.awaited_in_iteration
+            && f.requeues.is_empty()
+            && f.api_arg_calls.is_empty();
+        plain.then_some(call)
     }
 
     pub fn func(&self, id: FnId) -> &'m FnModel {
@@ -110,6 +173,11 @@ impl<'m> Unit<'m> {
         })
     }
 
+    /// Is `file` (a span's file) one of the dependencies' files?
+    pub fn is_library_file(&self, file: &str) -> bool {
+        self.files.iter().any(|f| f.library && f.path == file)
+    }
+
     /// Resolves a called name from a file: same file first, then unique in the unit.
     pub fn resolve(&self, name: &str, from_file: usize) -> Vec<FnId> {
         // `module::f`: the `f` of the file that module is, when the crate has several.
@@ -117,14 +185,15 @@ impl<'m> Unit<'m> {
             return self.resolve_in_parent(f, from_file);
         }
         if let Some((module, f)) = name.rsplit_once("::") {
-            let in_module: Vec<FnId> = self
-                .by_name
-                .get(f)
-                .into_iter()
-                .flatten()
-                .copied()
-                .filter(|(fi, _)| module_of(&self.files[*fi].path) == module)
-                .collect();
+            let in_module: Vec<FnId> = self.prefer_crate(
+                self.by_name
+                    .get(f)
+                    .into_iter()
+                    .flatten()
+                    .copied()
+                    .filter(|(fi, _)| module_of(&self.files[*fi].path) == module)
+                    .collect(),
+            );
             return if in_module.is_empty() {
                 self.resolve(f, from_file)
             } else {
@@ -142,10 +211,19 @@ impl<'m> Unit<'m> {
         if !local.is_empty() {
             return local;
         }
-        if all.len() == 1 {
-            all.clone()
+        let all = self.prefer_crate(all.clone());
+        if all.len() == 1 { all } else { Vec::new() }
+    }
+
+    /// The crate's own functions among `ids` when there are any, else the dependencies': a name the crate
+    /// defines is the crate's, whatever its dependencies also call a function.
+    fn prefer_crate(&self, ids: Vec<FnId>) -> Vec<FnId> {
+        if ids.iter().any(|(fi, _)| !self.files[*fi].library) {
+            ids.into_iter()
+                .filter(|(fi, _)| !self.files[*fi].library)
+                .collect()
         } else {
-            Vec::new()
+            ids
         }
     }
 
@@ -185,8 +263,12 @@ impl<'m> Unit<'m> {
     /// The crate's methods a call `x.name(..)` on a receiver of unknown type may be: every method of that name
     /// when there are at most [`MAX_METHOD_TARGETS`] (a name defined on many types says too little to follow).
     pub fn resolve_method(&self, name: &str) -> Vec<FnId> {
-        match self.by_method.get(name) {
-            Some(all) if all.len() <= MAX_METHOD_TARGETS => all.clone(),
+        match self
+            .by_method
+            .get(name)
+            .map(|all| self.prefer_crate(all.clone()))
+        {
+            Some(all) if all.len() <= MAX_METHOD_TARGETS => all,
             _ => Vec::new(),
         }
     }
@@ -222,7 +304,7 @@ impl<'m> Unit<'m> {
     /// an `Action` does not make a function a reconcile when the crate says which one is.
     pub fn reconcile_roots(&self) -> Vec<FnId> {
         let mut roots = BTreeMap::new();
-        for (fi, f) in self.files.iter().enumerate() {
+        for (fi, f) in self.files.iter().enumerate().filter(|(_, f)| !f.library) {
             for c in &f.controllers {
                 if let Some(name) = c.run.as_ref().and_then(|r| r.reconcile.as_ref()) {
                     for id in self.resolve(name, fi) {
@@ -250,7 +332,7 @@ impl<'m> Unit<'m> {
             })
             .map(|n| n.rsplit("::").next().unwrap_or(n))
             .collect();
-        for (fi, f) in self.files.iter().enumerate() {
+        for (fi, f) in self.files.iter().enumerate().filter(|(_, f)| !f.library) {
             for (ni, func) in f.fns.iter().enumerate() {
                 let id = (fi, ni);
                 if func.is_async
@@ -286,7 +368,7 @@ impl<'m> Unit<'m> {
     /// Functions handed to `Controller::run` as error_policy, plus error_policy-shaped functions.
     pub fn error_policies(&self) -> HashSet<FnId> {
         let mut out = HashSet::new();
-        for (fi, f) in self.files.iter().enumerate() {
+        for (fi, f) in self.files.iter().enumerate().filter(|(_, f)| !f.library) {
             for c in &f.controllers {
                 if let Some(name) = c.run.as_ref().and_then(|r| r.error_policy.as_ref()) {
                     out.extend(self.resolve(name, fi));
@@ -403,11 +485,12 @@ impl<'m> Unit<'m> {
         seen
     }
 
-    /// Every function id of the unit.
+    /// Every function id of the crate (its dependencies' left out).
     pub fn all_fns(&self) -> impl Iterator<Item = FnId> + '_ {
         self.files
             .iter()
             .enumerate()
+            .filter(|(_, f)| !f.library)
             .flat_map(|(fi, f)| (0..f.fns.len()).map(move |ni| (fi, ni)))
     }
 }

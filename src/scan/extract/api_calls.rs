@@ -100,11 +100,10 @@ impl<'ast> Extractor<'_, 'ast> {
             && self.imports.glob_from(&["kube", "kube_runtime"])
     }
 
-    pub(super) fn record_call_name(&mut self, p: &syn::Path) {
+    /// Records a call of a crate function by the name the crate join resolves, and returns that name.
+    pub(super) fn record_call_name(&mut self, p: &syn::Path) -> Option<String> {
         let segs = path_segments(p);
-        let Some(last) = segs.last().cloned() else {
-            return;
-        };
+        let last = segs.last().cloned()?;
         let resolved = self.imports.resolve(&segs);
         let root = resolved.split("::").next().unwrap_or("");
         let external = segs.len() > 1 && EXTERNAL_ROOTS.contains(&root) && root != "crate";
@@ -118,19 +117,19 @@ impl<'ast> Extractor<'_, 'ast> {
             }
             _ => last,
         };
-        if !external
-            && !is_type_ctor
-            && let Some(f) = self.fns.last_mut()
-        {
-            if self.deletion_path > 0 {
-                f.model.deletion_calls.push(name);
-            } else if self.error_path > 0 {
-                f.model.error_calls.push(name);
-            } else {
-                f.model.calls.push(name.clone());
-                self.note_call(&name);
-            }
+        if external || is_type_ctor {
+            return None;
         }
+        let f = self.fns.last_mut()?;
+        if self.deletion_path > 0 {
+            f.model.deletion_calls.push(name.clone());
+        } else if self.error_path > 0 {
+            f.model.error_calls.push(name.clone());
+        } else {
+            f.model.calls.push(name.clone());
+            self.note_call(&name);
+        }
+        Some(name)
     }
 
     pub(super) fn handle_api_call(&mut self, m: &syn::ExprMethodCall) {
@@ -177,21 +176,14 @@ impl<'ast> Extractor<'_, 'ast> {
             "patch" | "replace" => args.get(2).is_some_and(|b| self.has_status(b, 0)),
             _ => false,
         };
-        let awaited = self.awaited.contains(&mk);
-        let scope = self.current_scope();
-        let call = ApiCall {
-            method: method.clone(),
-            span: start_end(self.path, m.method.span(), m.span()),
+        let call = self.api_call_here(
+            method.clone(),
+            start_end(self.path, m.method.span(), m.span()),
             kind,
             body_has_status,
-            awaited_in_iteration: awaited && matches!(scope, Some(Scope::For | Scope::While)),
-            in_retry: matches!(scope, Some(Scope::Loop | Scope::While)) || self.retry_closure > 0,
-            propagated: self.propagated.contains(&mk),
-            on_error: self.error_path > 0,
-            after_change_on_branch: self.after_change_on_branch(),
-            then_writes_on_branch: false,
-            text: format!("{}.{}", compact(&m.receiver), method),
-        };
+            mk,
+            format!("{}.{}", compact(&m.receiver), method),
+        );
         let is_body_write = matches!(
             method.as_str(),
             "patch" | "replace" | "patch_status" | "replace_status" | "patch_metadata"
@@ -233,6 +225,74 @@ impl<'ast> Extractor<'_, 'ast> {
         }
     }
 
+    /// An API call at the node being visited, with where it stands: in a loop, on an error path, after a change.
+    /// `at` is the key of the call's name, under which its `?`/`.await` were remembered.
+    fn api_call_here(
+        &self,
+        method: String,
+        span: Span,
+        kind: Option<String>,
+        body_has_status: bool,
+        at: (usize, usize),
+        text: String,
+    ) -> ApiCall {
+        let scope = self.current_scope();
+        ApiCall {
+            method,
+            span,
+            kind,
+            body_has_status,
+            awaited_in_iteration: self.awaited.contains(&at)
+                && matches!(scope, Some(Scope::For | Scope::While)),
+            in_retry: matches!(scope, Some(Scope::Loop | Scope::While)) || self.retry_closure > 0,
+            propagated: self.propagated.contains(&at),
+            on_error: self.error_path > 0,
+            on_branch: self.branches > 0,
+            after_change_on_branch: self.after_change_on_branch(),
+            then_writes_on_branch: false,
+            text,
+        }
+    }
+
+    /// A call that hands a kube `Api` to a function (`self.apply(&api, obj)`), or calls a function through its
+    /// module (`list::default(&pools)`, whose `pools` may come from anywhere): if the crate join finds that
+    /// function to be a dependency's thin wrapper of one API call, this is that call.
+    pub(super) fn record_api_arg_call<'e>(
+        &mut self,
+        callee: &str,
+        method: bool,
+        args: impl Iterator<Item = &'e Expr>,
+        span: Span,
+        at: (usize, usize),
+    ) {
+        // Once per deletion is not what the rules judge a call site for.
+        if self.deletion_path > 0 {
+            return;
+        }
+        let kind = match args.into_iter().find_map(|a| self.api_receiver(a)) {
+            Some(kind) => kind,
+            None if !method && callee.contains("::") => None,
+            None => return,
+        };
+        // As for a direct call: an `Api` of unknown kind in a reconcile is, as a rule, of the reconciled kind.
+        let kind = kind.or_else(|| self.fns.last().and_then(|f| f.model.object_kind.clone()));
+        let call = self.api_call_here(
+            String::new(),
+            span,
+            kind,
+            false,
+            at,
+            format!("{callee}(..)"),
+        );
+        if let Some(f) = self.fns.last_mut() {
+            f.model.api_arg_calls.push(ApiArgCall {
+                callee: callee.to_string(),
+                method,
+                call,
+            });
+        }
+    }
+
     /// A call of a wrapper named in `[aliases]` counts as the kube call it wraps.
     pub(super) fn handle_alias_call(&mut self, c: &syn::ExprCall, resolved: &str, last: &str) {
         let method = self
@@ -252,22 +312,14 @@ impl<'ast> Extractor<'_, 'ast> {
         let body_has_status = matches!(method.as_str(), "patch" | "replace")
             && args.last().is_some_and(|b| self.has_status(b, 0));
         let kind = self.fns.last().and_then(|f| f.model.object_kind.clone());
-        let k = key(c.func.span());
-        let scope = self.current_scope();
-        let call = ApiCall {
+        let call = self.api_call_here(
             method,
-            span: to_span(self.path, c.span()),
+            to_span(self.path, c.span()),
             kind,
             body_has_status,
-            awaited_in_iteration: self.awaited.contains(&k)
-                && matches!(scope, Some(Scope::For | Scope::While)),
-            in_retry: matches!(scope, Some(Scope::Loop | Scope::While)) || self.retry_closure > 0,
-            propagated: self.propagated.contains(&k),
-            on_error: self.error_path > 0,
-            after_change_on_branch: self.after_change_on_branch(),
-            then_writes_on_branch: false,
-            text: compact(&c.func),
-        };
+            key(c.func.span()),
+            compact(&c.func),
+        );
         let (is_read, changes_state) = (call.is_read(), call.changes_state());
         if let Some(f) = self.fns.last_mut() {
             f.model.api_calls.push(call);

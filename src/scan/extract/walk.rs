@@ -252,6 +252,13 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
         }
         if plain {
             self.note_call(&method);
+            self.record_api_arg_call(
+                &method,
+                true,
+                m.args.iter(),
+                start_end(self.path, m.method.span(), m.span()),
+                key(m.method.span()),
+            );
         }
         // `annotations.insert(KEY, Utc::now()..)` makes `annotations` volatile, under that key.
         if !WRITE_METHODS.contains(&method.as_str())
@@ -317,7 +324,15 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
         let mut spawn_blocking = false;
         let mut retry = false;
         if let Expr::Path(p) = &*c.func {
-            self.record_call_name(&p.path);
+            if let Some(name) = self.record_call_name(&p.path) {
+                self.record_api_arg_call(
+                    &name,
+                    false,
+                    c.args.iter(),
+                    to_span(self.path, c.span()),
+                    key(c.func.span()),
+                );
+            }
             let name = last_ident(&p.path);
             if is_write_like(&name) {
                 self.mark_write(&name);

@@ -7,8 +7,7 @@ use crate::finding::Finding;
 
 pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
     for id in cx.unit.all_fns() {
-        let func = cx.unit.func(id);
-        for call in &func.api_calls {
+        for call in cx.unit.api_calls(id) {
             if !call.body_has_status || !matches!(call.method.as_str(), "patch" | "replace") {
                 continue;
             }
@@ -17,7 +16,7 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
                 continue;
             }
             // The same function also writes the kind's `/status`: the dropped copy loses nothing.
-            let writes_status_too = func.api_calls.iter().any(|c| {
+            let writes_status_too = cx.unit.api_calls(id).any(|c| {
                 matches!(c.method.as_str(), "patch_status" | "replace_status")
                     && c.kind.as_deref() == Some(kind.as_str())
             });

@@ -21,7 +21,7 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
             // Does the crate write this kind (status, metadata, spec, finalizers)?
             // Point at a write this controller's reconcile reaches, if there is one.
             let writes_kind = |id: crate::scan::unit::FnId| {
-                cx.unit.func(id).api_calls.iter().find(|a| {
+                cx.unit.api_calls(id).find(|a| {
                     matches!(
                         a.method.as_str(),
                         "patch"

@@ -10,7 +10,7 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
         if func.handles_conflict || func.clears_resource_version {
             continue;
         }
-        for call in &func.api_calls {
+        for call in cx.unit.api_calls(id) {
             if !matches!(
                 call.method.as_str(),
                 "replace" | "replace_status" | "commit"

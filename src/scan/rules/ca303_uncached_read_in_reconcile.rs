@@ -12,7 +12,7 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
             continue;
         }
         let func = cx.unit.func(id);
-        for call in &func.api_calls {
+        for call in cx.unit.api_calls(id) {
             if !call.is_read() {
                 continue;
             }

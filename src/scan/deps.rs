@@ -1,0 +1,233 @@
+//! The source of a crate's kube-using dependencies, when it is on this machine: operators often call the API
+//! through a shared crate of their own (`tatara_process::list::default(&api)`, a `requeue::heartbeat()` helper),
+//! and what those functions do is only known from their source. Found through the crate's Cargo.lock in Cargo's
+//! registry cache (`$CARGO_HOME/registry/src/*/name-version`, filled by any `cargo build` or `cargo fetch`), a
+//! `vendor/` directory beside the lock file, or a `path = ".."` dependency. Nothing is downloaded.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+
+/// A crate that depends on kube is worth reading; one that does not cannot call the API server.
+const KUBE_CRATES: &[&str] = &["kube", "kube-runtime", "kube-client", "kube-core"];
+
+/// At most this many dependencies per crate are read: a workspace that re-exports dozens of kube-using crates
+/// would otherwise turn one scan into a scan of all of them.
+pub const MAX_LIBRARIES: usize = 16;
+
+/// The source roots (directories with a `src/`) of the dependencies of the crate at `root` that use kube
+/// themselves, nearest first. Empty when there is no Cargo.lock or none of them is on disk.
+pub fn library_roots(root: &Path) -> Vec<PathBuf> {
+    let Some(manifest) = read_toml(&root.join("Cargo.toml")) else {
+        return Vec::new();
+    };
+    let Some(name) = manifest
+        .get("package")
+        .and_then(|p| p.get("name"))
+        .and_then(|n| n.as_str())
+    else {
+        return Vec::new();
+    };
+    let mut out = BTreeSet::new();
+    // `path` dependencies: a workspace's own shared crates.
+    for (dep, spec) in dependency_tables(&manifest) {
+        if let Some(p) = spec.get("path").and_then(|p| p.as_str()) {
+            let dir = root.join(p);
+            if uses_kube(&dir) && !KUBE_CRATES.contains(&dep.as_str()) {
+                out.insert(dir);
+            }
+        }
+    }
+    if let Some((lock_dir, lock)) = find_lock(root) {
+        let packages = lock_packages(&lock);
+        if let Some(me) = packages.get(name) {
+            for dep in &me.deps {
+                let Some(p) = packages.get(dep.as_str()) else {
+                    continue;
+                };
+                if KUBE_CRATES.contains(&dep.as_str())
+                    || !p.registry
+                    || !p.deps.iter().any(|d| KUBE_CRATES.contains(&d.as_str()))
+                {
+                    continue;
+                }
+                if let Some(dir) = locate(&lock_dir, dep, &p.version) {
+                    out.insert(dir);
+                }
+            }
+        }
+    }
+    out.into_iter().take(MAX_LIBRARIES).collect()
+}
+
+fn read_toml(path: &Path) -> Option<toml::Table> {
+    std::fs::read_to_string(path).ok()?.parse().ok()
+}
+
+/// The table-valued entries of `[dependencies]` (`[dev-dependencies]` are left out: tests are not the controller).
+fn dependency_tables(manifest: &toml::Table) -> Vec<(String, toml::Table)> {
+    manifest
+        .get("dependencies")
+        .and_then(|d| d.as_table())
+        .into_iter()
+        .flat_map(|t| t.iter())
+        .filter_map(|(k, v)| Some((k.clone(), v.as_table()?.clone())))
+        .collect()
+}
+
+fn uses_kube(dir: &Path) -> bool {
+    read_toml(&dir.join("Cargo.toml")).is_some_and(|m| {
+        m.get("dependencies")
+            .and_then(|d| d.as_table())
+            .is_some_and(|t| KUBE_CRATES.iter().any(|k| t.contains_key(*k)))
+    })
+}
+
+/// The Cargo.lock of the crate, or of the workspace it belongs to (the nearest ancestor that has one), with
+/// its directory.
+fn find_lock(root: &Path) -> Option<(PathBuf, toml::Table)> {
+    let mut dir = Some(root);
+    while let Some(d) = dir {
+        if let Some(lock) = read_toml(&d.join("Cargo.lock")) {
+            return Some((d.to_path_buf(), lock));
+        }
+        // A crate outside any workspace: its own lock or none.
+        if d != root && d.join("Cargo.toml").is_file() {
+            return None;
+        }
+        dir = d.parent();
+    }
+    None
+}
+
+struct LockPackage {
+    version: String,
+    registry: bool,
+    deps: Vec<String>,
+}
+
+/// Packages of a lock by name (the first of several versions; a crate's direct dependency is, as a rule, the
+/// only one of its name).
+fn lock_packages(lock: &toml::Table) -> HashMap<String, LockPackage> {
+    let mut out = HashMap::new();
+    let Some(pkgs) = lock.get("package").and_then(|p| p.as_array()) else {
+        return out;
+    };
+    for p in pkgs {
+        let (Some(name), Some(version)) = (
+            p.get("name").and_then(|v| v.as_str()),
+            p.get("version").and_then(|v| v.as_str()),
+        ) else {
+            continue;
+        };
+        let registry = p
+            .get("source")
+            .and_then(|s| s.as_str())
+            .is_some_and(|s| s.starts_with("registry+") || s.starts_with("sparse+"));
+        // "name version" when several versions are locked: the name is what matters here.
+        let deps = p
+            .get("dependencies")
+            .and_then(|d| d.as_array())
+            .into_iter()
+            .flatten()
+            .filter_map(|d| d.as_str())
+            .map(|d| d.split(' ').next().unwrap_or(d).to_string())
+            .collect();
+        out.entry(name.to_string()).or_insert(LockPackage {
+            version: version.to_string(),
+            registry,
+            deps,
+        });
+    }
+    out
+}
+
+/// Where a registry dependency's source is: `vendor/` beside the lock, else Cargo's registry cache.
+fn locate(lock_dir: &Path, name: &str, version: &str) -> Option<PathBuf> {
+    let versioned = format!("{name}-{version}");
+    for v in [
+        lock_dir.join("vendor").join(&versioned),
+        lock_dir.join("vendor").join(name),
+    ] {
+        if v.join("src").is_dir() {
+            return Some(v);
+        }
+    }
+    let home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))?;
+    let registries = std::fs::read_dir(home.join("registry").join("src")).ok()?;
+    registries
+        .flatten()
+        .map(|r| r.path().join(&versioned))
+        .find(|p| p.join("src").is_dir())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn write(p: &Path, text: &str) {
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+
+    #[test]
+    fn finds_vendored_and_path_dependencies_that_use_kube() {
+        let d = tempfile::tempdir().unwrap();
+        let app = d.path().join("app");
+        write(
+            &app.join("Cargo.toml"),
+            "[package]\nname = \"app\"\nversion = \"0.1.0\"\n\n[dependencies]\nkube = \"1\"\nshared = { path = \"../shared\" }\nhelpers = \"0.2\"\nserde = \"1\"\n",
+        );
+        write(
+            &d.path().join("shared/Cargo.toml"),
+            "[package]\nname = \"shared\"\nversion = \"0.1.0\"\n\n[dependencies]\nkube = \"1\"\n",
+        );
+        write(&d.path().join("shared/src/lib.rs"), "");
+        write(
+            &app.join("Cargo.lock"),
+            r#"version = 4
+
+[[package]]
+name = "app"
+version = "0.1.0"
+dependencies = ["helpers", "kube", "serde", "shared"]
+
+[[package]]
+name = "helpers"
+version = "0.2.3"
+source = "registry+https://github.com/rust-lang/crates.io-index"
+dependencies = ["kube"]
+
+[[package]]
+name = "serde"
+version = "1.0.0"
+source = "registry+https://github.com/rust-lang/crates.io-index"
+
+[[package]]
+name = "kube"
+version = "1.0.0"
+source = "registry+https://github.com/rust-lang/crates.io-index"
+"#,
+        );
+        write(&app.join("vendor/helpers-0.2.3/src/lib.rs"), "");
+        write(&app.join("vendor/serde-1.0.0/src/lib.rs"), "");
+        write(&app.join("vendor/kube-1.0.0/src/lib.rs"), "");
+        let roots = library_roots(&app);
+        assert_eq!(
+            roots,
+            vec![app.join("../shared"), app.join("vendor/helpers-0.2.3"),]
+        );
+    }
+
+    #[test]
+    fn no_lock_and_no_path_dependencies_means_no_libraries() {
+        let d = tempfile::tempdir().unwrap();
+        write(
+            &d.path().join("Cargo.toml"),
+            "[package]\nname = \"app\"\nversion = \"0.1.0\"\n\n[dependencies]\nkube = \"1\"\n",
+        );
+        assert!(library_roots(d.path()).is_empty());
+    }
+}
