@@ -88,7 +88,14 @@ pub fn duration_secs(
                 return None;
             };
             let f = p.path.segments.last()?.ident.to_string();
-            let arg = |i: usize| c.args.iter().nth(i).and_then(|a| number(a, consts));
+            // A bare name may be a local or a parameter that `locals` knows: `from_secs(secs)`.
+            let arg = |i: usize| {
+                let a = c.args.iter().nth(i)?;
+                number(a, consts).or_else(|| match a {
+                    Expr::Path(p) => number(&locals(&p.path.get_ident()?.to_string())?, consts),
+                    _ => None,
+                })
+            };
             match f.as_str() {
                 "from_secs" | "from_secs_f64" | "from_secs_f32" => arg(0),
                 "from_millis" => arg(0).map(|v| v / 1e3),
@@ -143,5 +150,14 @@ mod tests {
         assert_eq!(secs("Duration::from_secs(REQUEUE_SECS)"), Some(10.0));
         assert_eq!(secs("Duration::from_secs(ctx.backoff())"), None);
         assert_eq!(secs("Duration::from_secs(2) * 3"), Some(6.0));
+    }
+
+    #[test]
+    fn a_parameter_takes_the_value_it_was_given() {
+        let e: Expr = syn::parse_str("Duration::from_secs(secs)").expect("expr");
+        let consts = HashMap::from([("SHORT".to_string(), 5.0)]);
+        let given = |n: &str| (n == "secs").then(|| syn::parse_str("SHORT").expect("expr"));
+        assert_eq!(duration_secs(&e, &consts, &given), Some(5.0));
+        assert_eq!(duration_secs(&e, &consts, &|_| None), None);
     }
 }

@@ -99,6 +99,8 @@ pub struct FnModel {
     pub span: Span,
     /// The `K` of a first parameter `Arc<K>`, `&K` or `K` when the function looks like a reconcile.
     pub object_kind: Option<String>,
+    /// Parameter names by position (`self` not counted; empty for a pattern).
+    pub params: Vec<String>,
     /// Returns `Action`, `Result<Action, _>` or `ReconcilerAction`.
     pub returns_action: bool,
     /// Has a `&E` parameter besides the object: the shape of an error_policy.
@@ -275,6 +277,11 @@ pub struct Requeue {
     pub after_change: bool,
     /// Right after a write of any kind earlier in the same block (an apply, a patch, a call named like one).
     pub after_write: bool,
+    /// What a call of a function returns (`Ok(requeue::short_retry())`): its name, as `FnModel::calls` holds it;
+    /// the crate join reads the duration from that function's returns.
+    pub via: Option<String>,
+    /// The arguments of that call, as written: `SHORT_RETRY_SECONDS` for `after_secs(SHORT_RETRY_SECONDS)`.
+    pub via_args: Vec<String>,
     pub text: String,
 }
 

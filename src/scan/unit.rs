@@ -165,11 +165,66 @@ impl<'m> Unit<'m> {
         &self.files[id.0].fns[id.1]
     }
 
-    /// A requeue's duration in seconds, with the crate's consts for what one file could not evaluate.
-    pub fn requeue_secs(&self, r: &Requeue) -> Option<f64> {
+    /// A requeue's duration in seconds, with the crate's consts for what one file could not evaluate, and through
+    /// the function that builds it when it is a call (`from_file` is where the requeue is).
+    pub fn requeue_secs(&self, r: &Requeue, from_file: usize) -> Option<f64> {
+        self.requeue_secs_within(r, from_file, 0)
+    }
+
+    fn requeue_secs_within(&self, r: &Requeue, from_file: usize, depth: usize) -> Option<f64> {
+        self.requeue_secs_with(r, from_file, depth, &|_| None)
+    }
+
+    /// `args` gives the enclosing helper's parameters their arguments at the call being followed.
+    fn requeue_secs_with(
+        &self,
+        r: &Requeue,
+        from_file: usize,
+        depth: usize,
+        args: &dyn Fn(&str) -> Option<syn::Expr>,
+    ) -> Option<f64> {
+        if let Some(via) = &r.via {
+            // A builder of Actions (no API call, not async: `requeue::short_retry()`, `after_secs(5)`) whose every
+            // return is the same constant requeue; helpers of helpers, a few deep. A reconcile step that returns an
+            // Action is judged where its own requeues are.
+            let [target] = self.resolve(via, from_file)[..] else {
+                return None;
+            };
+            let f = self.func(target);
+            if depth > 3
+                || !f.returns_action
+                || f.is_async
+                || !f.api_calls.is_empty()
+                || f.returns.is_empty()
+            {
+                return None;
+            }
+            let passed: Vec<Option<syn::Expr>> = r
+                .via_args
+                .iter()
+                .map(|a| syn::parse_str::<syn::Expr>(a).ok())
+                .collect();
+            let bind = |name: &str| {
+                let i = f.params.iter().position(|p| p == name)?;
+                let e = passed.get(i)?.clone()?;
+                // A caller's own parameter passed on: what the caller was given.
+                match &e {
+                    syn::Expr::Path(p) if p.path.get_ident().is_some() => {
+                        args(&p.path.segments[0].ident.to_string()).or(Some(e))
+                    }
+                    _ => Some(e),
+                }
+            };
+            let mut secs = f.returns.iter().map(|ret| {
+                ret.as_ref()
+                    .and_then(|ret| self.requeue_secs_with(ret, target.0, depth + 1, &bind))
+            });
+            let first = secs.next().flatten()?;
+            return secs.all(|s| s == Some(first)).then_some(first);
+        }
         r.secs.or_else(|| {
             let e: syn::Expr = syn::parse_str(r.unresolved.as_deref()?).ok()?;
-            crate::scan::eval::duration_secs(&e, &self.consts, &|_| None)
+            crate::scan::eval::duration_secs(&e, &self.consts, args)
         })
     }
 

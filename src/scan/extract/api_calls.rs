@@ -102,6 +102,22 @@ impl<'ast> Extractor<'_, 'ast> {
 
     /// Records a call of a crate function by the name the crate join resolves, and returns that name.
     pub(super) fn record_call_name(&mut self, p: &syn::Path) -> Option<String> {
+        let name = self.call_name(p)?;
+        let f = self.fns.last_mut()?;
+        if self.deletion_path > 0 {
+            f.model.deletion_calls.push(name.clone());
+        } else if self.error_path > 0 {
+            f.model.error_calls.push(name.clone());
+        } else {
+            f.model.calls.push(name.clone());
+            self.note_call(&name);
+        }
+        Some(name)
+    }
+
+    /// The name the crate join resolves a called path by; `None` for what is no crate function (an external
+    /// crate's, a tuple struct or variant).
+    pub(super) fn call_name(&self, p: &syn::Path) -> Option<String> {
         let segs = path_segments(p);
         let last = segs.last().cloned()?;
         let resolved = self.imports.resolve(&segs);
@@ -117,19 +133,7 @@ impl<'ast> Extractor<'_, 'ast> {
             }
             _ => last,
         };
-        if external || is_type_ctor {
-            return None;
-        }
-        let f = self.fns.last_mut()?;
-        if self.deletion_path > 0 {
-            f.model.deletion_calls.push(name.clone());
-        } else if self.error_path > 0 {
-            f.model.error_calls.push(name.clone());
-        } else {
-            f.model.calls.push(name.clone());
-            self.note_call(&name);
-        }
-        Some(name)
+        (!external && !is_type_ctor).then_some(name)
     }
 
     pub(super) fn handle_api_call(&mut self, m: &syn::ExprMethodCall) {

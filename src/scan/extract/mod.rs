@@ -241,6 +241,7 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
         for (index, pt) in typed.enumerate() {
             let pname = pat_ident(&pt.pat).unwrap_or_default();
             ctx.params.insert(pname.clone());
+            ctx.model.params.push(pname.clone());
             let api_kind = api_kind_of_type(&pt.ty);
             ctx.vars.insert(
                 pname.clone(),

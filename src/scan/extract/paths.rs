@@ -146,13 +146,29 @@ impl<'ast> Extractor<'_, 'ast> {
                         in_err_value: false,
                         after_change: false,
                         after_write: false,
+                        via: None,
+                        via_args: Vec::new(),
                         text: compact(c),
                     });
                 }
                 if (t == "Ok" || t.ends_with("::Ok")) && c.args.len() == 1 {
                     return self.requeue_of(&c.args[0], ctx);
                 }
-                None
+                // A function of the crate or a dependency that may build the Action (`requeue::heartbeat()`).
+                let via = self.call_name(&p.path)?;
+                Some(Requeue {
+                    span: self.span(c.span()),
+                    secs: None,
+                    unresolved: None,
+                    conditional: false,
+                    on_error: false,
+                    in_err_value: false,
+                    after_change: false,
+                    after_write: false,
+                    via: Some(via),
+                    via_args: c.args.iter().map(compact).collect(),
+                    text: compact(c),
+                })
             }
             Expr::Struct(s) if compact(&s.path).ends_with("ReconcilerAction") => {
                 let f = s
@@ -173,6 +189,8 @@ impl<'ast> Extractor<'_, 'ast> {
                     in_err_value: false,
                     after_change: false,
                     after_write: false,
+                    via: None,
+                    via_args: Vec::new(),
                     text: compact(f),
                 })
             }

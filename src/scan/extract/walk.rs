@@ -237,7 +237,7 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
         calls.push(m);
         self.handle_chain_parts(root, calls);
         self.handle_api_call(m);
-        if is_write_like(&method) {
+        if is_write_like(&method) || changes_state(&method) {
             self.mark_write(&method);
         }
         self.record_volatile_args(method.clone(), m.args.iter());
@@ -324,7 +324,12 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
         let mut spawn_blocking = false;
         let mut retry = false;
         if let Expr::Path(p) = &*c.func {
-            if let Some(name) = self.record_call_name(&p.path) {
+            let called = self.record_call_name(&p.path);
+            // In a function that returns an Action, a call may be what builds it (`requeue::short_retry()`).
+            if called.is_some() && self.fns.last().is_some_and(|f| f.model.returns_action) {
+                self.record_requeue(&Expr::Call(c.clone()));
+            }
+            if let Some(name) = called {
                 self.record_api_arg_call(
                     &name,
                     false,
@@ -334,7 +339,7 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
                 );
             }
             let name = last_ident(&p.path);
-            if is_write_like(&name) {
+            if is_write_like(&name) || changes_state(&name) {
                 self.mark_write(&name);
             }
             self.record_volatile_args(last_ident(&p.path), c.args.iter());

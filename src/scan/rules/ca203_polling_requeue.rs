@@ -16,6 +16,14 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
         if cx.policies.contains(&id) || !func.returns_action || cx.error_only.contains(&id) {
             continue;
         }
+        // A builder of Actions (`fn short_retry() -> Action`) is judged where it is returned, with that path.
+        let builder = !func.is_async
+            && func.api_calls.is_empty()
+            && !func.returns.is_empty()
+            && func.returns.iter().all(Option::is_some);
+        if builder {
+            continue;
+        }
         for r in &func.requeues {
             // An error path's requeue is retry policy (CA204's business), not polling.
             // An unconditional `Err(requeue)` is what a failure-only helper returns; on a branch, without an
@@ -23,7 +31,7 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
             if r.on_error || (r.in_err_value && !r.conditional) {
                 continue;
             }
-            let Some(secs) = cx.unit.requeue_secs(r) else {
+            let Some(secs) = cx.unit.requeue_secs(r, id.0) else {
                 continue;
             };
             // A conditional immediate requeue is a one-shot step after a state change (a finalizer just added),
@@ -31,9 +39,12 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
             // A branch's requeue right after this reconcile changed something (a state-machine step) is a one-shot
             // follow-up too.
             // A sub-second requeue right after a write is "look again at once", not a timer either.
+            // A step function (a phase handler the reconcile calls) that moves the object on and requeues is a
+            // one-shot follow-up too; the reconcile itself doing that on every pass is not.
+            let step = r.conditional || cx.reach.get(&id).is_some_and(|p| p.len() > 1);
             if secs >= limit
-                || (r.conditional
-                    && (secs == 0.0 || r.after_change || (secs < 1.0 && r.after_write)))
+                || (step && r.after_change)
+                || (r.conditional && (secs == 0.0 || (secs < 1.0 && r.after_write)))
             {
                 continue;
             }

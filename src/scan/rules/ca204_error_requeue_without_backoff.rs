@@ -10,32 +10,38 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
     policies.sort();
     for id in policies {
         let func = cx.unit.func(id);
-        judge(cx, &func.name, &func.returns, out);
+        judge(cx, &func.name, &func.returns, id.0, out);
     }
-    for file in &cx.unit.files {
+    for (fi, file) in cx.unit.files.iter().enumerate() {
         for c in &file.controllers {
             if let Some(run) = &c.run {
-                judge(cx, "the inline error_policy", &run.inline_policy, out);
+                judge(cx, "the inline error_policy", &run.inline_policy, fi, out);
             }
         }
     }
 }
 
-fn judge(cx: &Ctx<'_>, name: &str, returns: &[Option<Requeue>], out: &mut Vec<Finding>) {
+fn judge(
+    cx: &Ctx<'_>,
+    name: &str,
+    returns: &[Option<Requeue>],
+    file: usize,
+    out: &mut Vec<Finding>,
+) {
     let limit = cx.unit.config.thresholds.error_requeue_secs;
     if returns.is_empty() {
         return;
     }
     let all_short_const = returns.iter().all(|r| {
         r.as_ref()
-            .and_then(|r| cx.unit.requeue_secs(r))
+            .and_then(|r| cx.unit.requeue_secs(r, file))
             .is_some_and(|s| s < limit)
     });
     if !all_short_const {
         return;
     }
     for r in returns.iter().flatten() {
-        let secs = cx.unit.requeue_secs(r).unwrap_or_default();
+        let secs = cx.unit.requeue_secs(r, file).unwrap_or_default();
         out.push(finding(
             "CA204",
             r.span.clone(),
