@@ -205,16 +205,7 @@ pub struct ApiCall {
 
 impl ApiCall {
     pub fn is_read(&self) -> bool {
-        matches!(
-            self.method.as_str(),
-            "get"
-                | "get_opt"
-                | "list"
-                | "list_metadata"
-                | "get_metadata"
-                | "get_metadata_opt"
-                | "entry"
-        )
+        READ_METHODS.contains(&self.method.as_str())
     }
     pub fn is_write(&self) -> bool {
         WRITE_METHODS.contains(&self.method.as_str())
@@ -243,7 +234,7 @@ pub const WRITE_METHODS: &[&str] = &[
     "commit",
 ];
 
-/// `entry(name)` GETs the object before `commit()` writes it.
+/// `entry(name)` GETs the object before `commit()` writes it; `get_status`/`get_scale` GET a subresource.
 pub const READ_METHODS: &[&str] = &[
     "entry",
     "get",
@@ -252,6 +243,8 @@ pub const READ_METHODS: &[&str] = &[
     "list_metadata",
     "get_metadata",
     "get_metadata_opt",
+    "get_status",
+    "get_scale",
 ];
 
 /// `Action::requeue(d)` or `ReconcilerAction { requeue_after: Some(d) }`.

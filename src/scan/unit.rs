@@ -135,6 +135,10 @@ impl<'m> Unit<'m> {
                 call.kind = call
                     .kind
                     .or_else(|| inner.kind.clone().filter(|k| k.len() > 1));
+                // The status a reconcile writes is, as a rule, the reconciled object's.
+                if call.kind.is_none() && inner.is_status_write() {
+                    call.kind = self.func(id).object_kind.clone();
+                }
                 call.body_has_status = inner.body_has_status;
                 call.text = format!("{} → {}", a.call.text, inner.text);
                 out.entry(id).or_default().push(call);

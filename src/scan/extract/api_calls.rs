@@ -278,8 +278,6 @@ impl<'ast> Extractor<'_, 'ast> {
             None if !method && callee.contains("::") => None,
             None => return,
         };
-        // As for a direct call: an `Api` of unknown kind in a reconcile is, as a rule, of the reconciled kind.
-        let kind = kind.or_else(|| self.fns.last().and_then(|f| f.model.object_kind.clone()));
         let call = self.api_call_here(
             String::new(),
             span,

@@ -318,7 +318,10 @@ impl<'ast> Extractor<'_, 'ast> {
                 "run" => {
                     let fn_name = |e: Option<&Expr>| -> Option<String> {
                         match e? {
-                            Expr::Path(p) => p.path.segments.last().map(|s| s.ident.to_string()),
+                            // `controller_pool::reconcile` keeps its module, as a call does (see `call_name`).
+                            Expr::Path(p) => self
+                                .call_name(&p.path)
+                                .or_else(|| p.path.segments.last().map(|s| s.ident.to_string())),
                             Expr::Closure(c) => first_called_name(&c.body),
                             // `backoff_reconciler!(reconcile_kanidm)`: a wrapper macro around the reconcile.
                             Expr::Macro(mac) => {

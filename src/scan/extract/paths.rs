@@ -50,10 +50,18 @@ impl<'ast> Extractor<'_, 'ast> {
 
     /// Notes a call of a crate function (for [`FnModel::transition_calls`]), which may itself change state.
     pub(super) fn note_call(&mut self, name: &str) {
+        // A call that moves the object to another phase (`transition_to_releasing`, `set_phase`) is the step
+        // itself: what it reads runs once. One that writes a status (`patch_status_with_condition`) may run on
+        // every pass: what it reads runs whenever the arm does.
+        let f = name.rsplit("::").next().unwrap_or(name);
+        let moves_phase = f.starts_with("transition") || f.contains("phase");
+        if changes_state(f) && !moves_phase {
+            self.note_state_write();
+        }
         if let Some(arm) = self.fns.last_mut().and_then(|f| f.arms.last_mut()) {
             arm.calls.push(name.to_string());
         }
-        if changes_state(name) {
+        if moves_phase {
             self.note_state_write();
         }
     }
