@@ -94,6 +94,8 @@ struct ArmFrame {
     calls: Vec<String>,
     /// The arm logs an error (`error!(..)`, or a log line that says "error"): what it returns is a failure's.
     logs_error: bool,
+    /// A state write happened at the arm's own depth.
+    wrote: bool,
 }
 /// The walk over one file.
 #[derive(Debug)]

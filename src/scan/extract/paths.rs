@@ -14,7 +14,7 @@ impl<'ast> Extractor<'_, 'ast> {
 
     /// Visits an `if`/`match` arm with its own [`ArmFrame`]; what no write followed in it is handed to the arm
     /// around it.
-    pub(super) fn in_arm(&mut self, visit: impl FnOnce(&mut Self)) {
+    pub(super) fn in_arm(&mut self, visit: impl FnOnce(&mut Self)) -> bool {
         let depth = self.branches;
         if let Some(f) = self.fns.last_mut() {
             f.arms.push(ArmFrame {
@@ -23,12 +23,28 @@ impl<'ast> Extractor<'_, 'ast> {
             });
         }
         visit(self);
-        if let Some(f) = self.fns.last_mut()
-            && let Some(done) = f.arms.pop()
-            && let Some(outer) = f.arms.last_mut()
+        let Some(f) = self.fns.last_mut() else {
+            return false;
+        };
+        let Some(done) = f.arms.pop() else {
+            return false;
+        };
+        // What an arm did after its own write follows a change, not precedes one: the arm around it does not get it.
+        if let Some(outer) = f.arms.last_mut()
+            && !done.wrote
         {
             outer.reads.extend(done.reads);
             outer.calls.extend(done.calls);
+        }
+        done.wrote
+    }
+
+    /// After an `if`/`else`, or a two-way `match` on an outcome (`Ok`/`Err` with the error arm aside), whose every
+    /// arm changed state: the decision as a whole is a state write where it stands. A match over many states is a
+    /// dispatch, where one arm is usually the steady state that writes on every pass.
+    pub(super) fn every_arm_wrote(&mut self, wrote: &[bool]) {
+        if (1..=2).contains(&wrote.len()) && wrote.iter().all(|w| *w) {
+            self.note_state_write();
         }
     }
 
@@ -78,6 +94,7 @@ impl<'ast> Extractor<'_, 'ast> {
         if arm.depth != branches {
             return;
         }
+        arm.wrote = true;
         for i in arm.reads.drain(..) {
             if let Some(c) = f.model.api_calls.get_mut(i) {
                 c.then_writes_on_branch = true;

@@ -464,16 +464,20 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
         let deleting = deletion_condition(&i.cond);
         self.deletion_path += usize::from(deleting == Some(true));
         self.change_branches.push(signals_change(&i.cond));
-        self.in_arm(|s| s.visit_block(&i.then_branch));
+        let mut wrote = vec![self.in_arm(|s| s.visit_block(&i.then_branch))];
         self.change_branches.pop();
         self.deletion_path -= usize::from(deleting == Some(true));
         self.error_path -= usize::from(on_error);
         if let Some((_, e)) = &i.else_branch {
             self.deletion_path += usize::from(deleting == Some(false));
-            self.in_arm(|s| s.visit_expr(e));
+            wrote.push(self.in_arm(|s| s.visit_expr(e)));
             self.deletion_path -= usize::from(deleting == Some(false));
+        } else {
+            // No else: the branch may not run at all.
+            wrote.push(false);
         }
         self.branches -= 1;
+        self.every_arm_wrote(&wrote);
         if guard {
             self.guards -= 1;
         }
@@ -482,6 +486,7 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
     fn visit_expr_match(&mut self, m: &'ast syn::ExprMatch) {
         self.visit_expr(&m.expr);
         self.branches += 1;
+        let mut wrote = Vec::new();
         for arm in &m.arms {
             if let Some((_, g)) = &arm.guard {
                 self.visit_expr(g);
@@ -491,11 +496,12 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
             if is_err_pattern(&arm.pat) {
                 self.visit_on_error_path(&arm.body);
             } else {
-                self.in_arm(|s| s.visit_expr(&arm.body));
+                wrote.push(self.in_arm(|s| s.visit_expr(&arm.body)));
             }
             self.deletion_path -= usize::from(deleting);
         }
         self.branches -= 1;
+        self.every_arm_wrote(&wrote);
     }
 
     fn visit_expr_for_loop(&mut self, f: &'ast syn::ExprForLoop) {
