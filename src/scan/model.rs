@@ -169,6 +169,8 @@ pub struct ApiArgCall {
     pub callee: String,
     /// Called as a method (`x.apply(&api, ..)`): resolved among methods.
     pub method: bool,
+    /// An argument is a kube `Api` (not only a module-qualified call that may build one).
+    pub passes_api: bool,
     /// Where and how it is called; `method` is empty and `kind` is the `Api`'s.
     pub call: ApiCall,
 }

@@ -62,6 +62,8 @@ pub struct Unit<'m> {
     consts: HashMap<String, f64>,
     /// Calls of dependencies' thin wrappers, read as the API call each wraps (see [`Self::api_calls`]).
     wrapped: HashMap<FnId, Vec<ApiCall>>,
+    /// Calls of the crate's own thin wrappers, likewise (see [`Self::wrapper_calls`]).
+    wrapped_local: HashMap<FnId, Vec<ApiCall>>,
 }
 
 impl<'m> Unit<'m> {
@@ -98,9 +100,18 @@ impl<'m> Unit<'m> {
             by_method,
             consts,
             wrapped: HashMap::new(),
+            wrapped_local: HashMap::new(),
         };
-        unit.wrapped = unit.wrapped_calls();
+        unit.wrapped = unit.wrapped_calls(true);
+        unit.wrapped_local = unit.wrapped_calls(false);
         unit
+    }
+
+    /// Calls of the crate's own thin wrappers of one API call, as that call at the call site. The wrapped call is
+    /// judged where it stands for what it is (a read reached from reconcile); what only the call site says (that
+    /// it is awaited once per loop iteration) is judged here.
+    pub fn wrapper_calls(&self, id: FnId) -> impl Iterator<Item = &ApiCall> + '_ {
+        self.wrapped_local.get(&id).into_iter().flatten()
     }
 
     /// The API calls a function makes: its own, and those it makes through a dependency's thin wrapper.
@@ -114,7 +125,7 @@ impl<'m> Unit<'m> {
     /// For every crate function, its calls of a dependency's thin wrapper (one API call, on no branch, loop or
     /// error path, and nothing else the rules judge), as that API call made at the call site: the site is where
     /// the crate decides to make it (in a loop, on every pass) and the only place it can change.
-    fn wrapped_calls(&self) -> HashMap<FnId, Vec<ApiCall>> {
+    fn wrapped_calls(&self, library: bool) -> HashMap<FnId, Vec<ApiCall>> {
         let mut out: HashMap<FnId, Vec<ApiCall>> = HashMap::new();
         for id in self.all_fns() {
             for a in &self.func(id).api_arg_calls {
@@ -126,6 +137,11 @@ impl<'m> Unit<'m> {
                 let [target] = targets[..] else {
                     continue;
                 };
+                // The crate's own helpers are followed only where handed an `Api`: a module-qualified call of
+                // one that builds its own is, as a rule, a step with its own decisions.
+                if self.files[target.0].library != library || !(library || a.passes_api) {
+                    continue;
+                }
                 let Some(inner) = self.thin_wrapper(target) else {
                     continue;
                 };
@@ -147,11 +163,8 @@ impl<'m> Unit<'m> {
         out
     }
 
-    /// The one API call of a dependency's function that makes just that call.
+    /// The one API call of a function that makes just that call.
     fn thin_wrapper(&self, id: FnId) -> Option<&ApiCall> {
-        if !self.files[id.0].library {
-            return None;
-        }
         let f = self.func(id);
         let [call] = &f.api_calls[..] else {
             return None;
@@ -160,8 +173,7 @@ impl<'m> Unit<'m> {
             && !call.on_error
             && !call.in_retry
             && !call.awaited_in_iteration
-            && f.requeues.is_empty()
-            && f.api_arg_calls.is_empty();
+            && f.requeues.is_empty();
         plain.then_some(call)
     }
 

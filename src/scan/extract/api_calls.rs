@@ -273,7 +273,9 @@ impl<'ast> Extractor<'_, 'ast> {
         if self.deletion_path > 0 {
             return;
         }
-        let kind = match args.into_iter().find_map(|a| self.api_receiver(a)) {
+        let api = args.into_iter().find_map(|a| self.api_receiver(a));
+        let passes_api = api.is_some();
+        let kind = match api {
             Some(kind) => kind,
             None if !method && callee.contains("::") => None,
             None => return,
@@ -290,6 +292,7 @@ impl<'ast> Extractor<'_, 'ast> {
             f.model.api_arg_calls.push(ApiArgCall {
                 callee: callee.to_string(),
                 method,
+                passes_api,
                 call,
             });
         }
