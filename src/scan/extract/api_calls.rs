@@ -219,6 +219,7 @@ impl<'ast> Extractor<'_, 'ast> {
 
     /// A write-like call in the innermost block: what follows in it comes after a change.
     pub(super) fn mark_write(&mut self, name: &str) {
+        self.note_top_level_write();
         let level = if changes_state(name) {
             Written::StateChange
         } else {

@@ -75,6 +75,9 @@ struct FnCtx {
     watcher_candidates: Vec<(Span, Option<String>, String)>,
     /// The `if`/`match` arms being visited, innermost last (see `ApiCall::then_writes_on_branch`).
     arms: Vec<ArmFrame>,
+    /// After a top-level `if <the object is in place, by an API read> { return }`: the reads since, which a
+    /// write at the top level makes a creation or renewal step.
+    guarded_reads: Option<Vec<usize>>,
 }
 /// What a block has written so far.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

@@ -59,6 +59,11 @@ impl<'ast> Extractor<'_, 'ast> {
         {
             arm.reads.push(index);
         }
+        if let Some(g) = f.guarded_reads.as_mut()
+            && is_read
+        {
+            g.push(index);
+        }
         if changes_state {
             self.note_state_write();
         }
@@ -116,6 +121,34 @@ impl<'ast> Extractor<'_, 'ast> {
         };
         if logs_error && let Some(arm) = self.fns.last_mut().and_then(|f| f.arms.last_mut()) {
             arm.logs_error = true;
+        }
+    }
+
+    /// How many reads the current function has made so far.
+    pub(super) fn read_count(&self) -> usize {
+        self.fns.last().map_or(0, |f| {
+            f.model.api_calls.iter().filter(|c| c.is_read()).count()
+        })
+    }
+
+    /// A write at a function's top level after an "already in place" guard (see `FnCtx::guarded_reads`): the
+    /// reads between them belong to the creation step.
+    pub(super) fn note_top_level_write(&mut self) {
+        if self.branches > 0 || self.current_scope().is_some() {
+            return;
+        }
+        let Some(f) = self.fns.last_mut() else {
+            return;
+        };
+        for i in f
+            .guarded_reads
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+        {
+            if let Some(c) = f.model.api_calls.get_mut(i) {
+                c.then_writes_on_branch = true;
+            }
         }
     }
 

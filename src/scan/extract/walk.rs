@@ -453,7 +453,10 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
     }
 
     fn visit_expr_if(&mut self, i: &'ast syn::ExprIf) {
+        let top_level = self.branches == 0 && self.current_scope().is_none();
+        let reads_before = self.read_count();
         self.visit_expr(&i.cond);
+        let checks_by_reading = self.read_count() > reads_before;
         let guard = is_change_guard(&compact(&i.cond));
         if guard {
             self.guards += 1;
@@ -480,6 +483,18 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
         self.every_arm_wrote(&wrote);
         if guard {
             self.guards -= 1;
+        }
+        // `if api.get_opt(name).await?.is_some() { return Ok(()) }`: what follows runs only to put it in place.
+        // Not in a function that returns an Action: a reconcile's early returns (suspended, parent missing) leave
+        // the rest of it to run on every other pass.
+        if top_level
+            && checks_by_reading
+            && i.else_branch.is_none()
+            && contains_return(&i.then_branch)
+            && let Some(f) = self.fns.last_mut()
+            && !f.model.returns_action
+        {
+            f.guarded_reads = Some(Vec::new());
         }
     }
 
