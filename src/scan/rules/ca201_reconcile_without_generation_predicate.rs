@@ -18,26 +18,37 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
             if NO_GENERATION.contains(&kind.as_str()) {
                 continue;
             }
+            // A framework's Controller over a type parameter (`Controller<K>`): the user's reconcile, which this
+            // crate cannot see, does the writing; what the framework adds of its own to every pass is a status
+            // write. Its metadata patches (adding a finalizer) happen once per object.
+            let generic = is_type_parameter(&kind);
             // Does the crate write this kind (status, metadata, spec, finalizers)?
             // Point at a write this controller's reconcile reaches, if there is one.
             let writes_kind = |id: crate::scan::unit::FnId| {
                 cx.unit.api_calls(id).find(|a| {
-                    matches!(
-                        a.method.as_str(),
-                        "patch"
-                            | "patch_status"
-                            | "patch_metadata"
-                            | "replace"
-                            | "replace_status"
-                            | "commit"
-                    ) && a.kind.as_deref() == Some(kind.as_str())
+                    let counted = if generic {
+                        a.is_status_write()
+                    } else {
+                        matches!(
+                            a.method.as_str(),
+                            "patch"
+                                | "patch_status"
+                                | "patch_metadata"
+                                | "replace"
+                                | "replace_status"
+                                | "commit"
+                        )
+                    };
+                    counted && a.kind.as_deref() == Some(kind.as_str())
                 })
             };
-            let write = cx
-                .reach
-                .keys()
-                .find_map(|id| writes_kind(*id))
-                .or_else(|| cx.unit.all_fns().find_map(writes_kind));
+            let write = cx.reach.keys().find_map(|id| writes_kind(*id)).or_else(|| {
+                if generic {
+                    None
+                } else {
+                    cx.unit.all_fns().find_map(writes_kind)
+                }
+            });
             // A finalizer alone writes the object twice in its life (add, remove): not a reconcile loop.
             let Some(write) = write else {
                 continue;
@@ -58,6 +69,12 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
             out.push(f);
         }
     }
+}
+
+/// `K`, `R`, `RESOURCE`: a generic parameter (kinds are CamelCase), not a kind.
+fn is_type_parameter(kind: &str) -> bool {
+    kind.chars()
+        .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
 }
 
 /// The kind a controller reconciles: from its Api, or else from the object the reconcile it runs takes.
