@@ -3,6 +3,15 @@
 
 use super::*;
 
+/// A function of the file that returns a `Controller<K>`, and what its body says about the one it builds.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct ControllerBuilder {
+    pub(super) has_predicate: bool,
+    pub(super) configured: bool,
+    /// `Controller::for_stream(p, ..)` on its parameter at this position: the caller's stream decides.
+    pub(super) stream_param: Option<usize>,
+}
+
 pub(super) enum ControllerRoot {
     New {
         span: proc_macro2::Span,
@@ -147,15 +156,27 @@ impl<'ast> Extractor<'_, 'ast> {
                 let segs = &p.path.segments;
                 // A crate function that builds and returns the Controller: `controller(api, cfg).run(..)`.
                 if let Some(last) = segs.last()
-                    && let Some((has_predicate, configured)) =
-                        self.controller_builders.get(&last.ident.to_string())
+                    && let Some(b) = self.controller_builders.get(&last.ident.to_string())
                 {
+                    // The stream handed in, filtered where the caller built it.
+                    let passed_filtered = b
+                        .stream_param
+                        .and_then(|i| c.args.iter().nth(i))
+                        .is_some_and(|a| {
+                            let mut text = compact(a);
+                            if let Some(v) = root_var(a).and_then(|n| self.var(&n))
+                                && let Some(init) = &v.init
+                            {
+                                text.push_str(&compact(init));
+                            }
+                            text.contains("predicate_filter") || text.contains(".predicate(")
+                        });
                     return Some(ControllerRoot::New {
                         span: c.span(),
                         kind: None,
-                        has_predicate: *has_predicate,
+                        has_predicate: b.has_predicate || passed_filtered,
                         hides_finalizers: false,
-                        config: if *configured {
+                        config: if b.configured {
                             ConcurrencyConfig::Unknown
                         } else {
                             ConcurrencyConfig::Absent

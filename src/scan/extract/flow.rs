@@ -422,12 +422,26 @@ impl<'ast> Visit<'ast> for PrePass<'_, '_, '_> {
         let ret = compact(&f.sig.output);
         if ret.starts_with("->Controller<") || ret.contains("::Controller<") {
             let body = compact(&f.block);
+            let params: Vec<String> = f
+                .sig
+                .inputs
+                .iter()
+                .filter_map(|i| match i {
+                    FnArg::Typed(pt) => pat_ident(&pt.pat),
+                    FnArg::Receiver(_) => None,
+                })
+                .collect();
+            let stream_param = body.split("for_stream(").nth(1).and_then(|rest| {
+                let arg = rest.split([',', ')']).next()?;
+                params.iter().position(|p| p == arg)
+            });
             self.ex.controller_builders.insert(
                 f.sig.ident.to_string(),
-                (
-                    body.contains("predicate_filter"),
-                    body.contains(".with_config("),
-                ),
+                ControllerBuilder {
+                    has_predicate: body.contains("predicate_filter"),
+                    configured: body.contains(".with_config("),
+                    stream_param,
+                },
             );
         }
     }

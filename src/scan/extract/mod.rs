@@ -111,7 +111,7 @@ pub struct Extractor<'a, 'ast> {
     volatile_fns: HashMap<String, (Span, String)>,
     api_fields: HashMap<String, String>,
     /// Functions of this file that return a `Controller<K>`: name → (has predicate, config set).
-    controller_builders: HashMap<String, (bool, bool)>,
+    controller_builders: HashMap<String, ControllerBuilder>,
     pub model: FileModel,
     fns: Vec<FnCtx>,
     scopes: Vec<Scope>,
