@@ -40,6 +40,16 @@ pub fn number(expr: &Expr, consts: &HashMap<String, f64>) -> Option<f64> {
             let name = p.path.segments.last()?.ident.to_string();
             consts.get(&name).copied()
         }
+        // `RETRY_DELAY.as_secs()`, `a.min(b)` of two constants.
+        Expr::MethodCall(m) => match m.method.to_string().as_str() {
+            "as_secs" | "as_secs_f64" | "as_secs_f32" => {
+                duration_secs(&m.receiver, consts, &|_| None)
+            }
+            "as_millis" => duration_secs(&m.receiver, consts, &|_| None).map(|s| s * 1e3),
+            "min" => Some(number(&m.receiver, consts)?.min(number(m.args.first()?, consts)?)),
+            "max" => Some(number(&m.receiver, consts)?.max(number(m.args.first()?, consts)?)),
+            _ => None,
+        },
         Expr::Binary(b) => {
             let l = number(&b.left, consts)?;
             let r = number(&b.right, consts)?;
@@ -131,6 +141,55 @@ pub fn duration_secs(
     }
 }
 
+/// An upper bound of a duration that is computed but capped: `Duration::from_secs(left.min(5).max(1))` is at
+/// most 5 s, whatever `left` is. `None` when nothing caps it.
+pub fn duration_at_most(expr: &Expr, consts: &HashMap<String, f64>) -> Option<f64> {
+    if let Some(s) = duration_secs(expr, consts, &|_| None) {
+        return Some(s);
+    }
+    match expr {
+        Expr::Call(c) => {
+            let Expr::Path(p) = &*c.func else {
+                return None;
+            };
+            let scale = match p.path.segments.last()?.ident.to_string().as_str() {
+                "from_secs" | "from_secs_f64" | "from_secs_f32" | "seconds" => 1.0,
+                "from_millis" => 1e-3,
+                _ => return None,
+            };
+            Some(number_at_most(c.args.first()?, consts)? * scale)
+        }
+        Expr::MethodCall(m) if m.method == "min" => {
+            let cap = duration_at_most(m.args.first()?, consts);
+            let own = duration_at_most(&m.receiver, consts);
+            cap.into_iter().chain(own).reduce(f64::min)
+        }
+        _ => None,
+    }
+}
+
+/// [`duration_at_most`] for a number: `x.min(5)` is at most 5; `.max(1)` after it keeps the cap.
+fn number_at_most(expr: &Expr, consts: &HashMap<String, f64>) -> Option<f64> {
+    if let Some(v) = number(expr, consts) {
+        return Some(v);
+    }
+    match expr {
+        Expr::Paren(p) => number_at_most(&p.expr, consts),
+        Expr::MethodCall(m) => match m.method.to_string().as_str() {
+            "min" => {
+                let cap = number_at_most(m.args.first()?, consts);
+                let own = number_at_most(&m.receiver, consts);
+                cap.into_iter().chain(own).reduce(f64::min)
+            }
+            "max" => {
+                Some(number_at_most(&m.receiver, consts)?.max(number(m.args.first()?, consts)?))
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,6 +209,22 @@ mod tests {
         assert_eq!(secs("Duration::from_secs(REQUEUE_SECS)"), Some(10.0));
         assert_eq!(secs("Duration::from_secs(ctx.backoff())"), None);
         assert_eq!(secs("Duration::from_secs(2) * 3"), Some(6.0));
+    }
+
+    #[test]
+    fn a_capped_duration_is_at_most_its_cap() {
+        let consts = HashMap::from([("RETRY".to_string(), 5.0)]);
+        let at_most = |src: &str| duration_at_most(&syn::parse_str(src).expect("expr"), &consts);
+        assert_eq!(
+            at_most("Duration::from_secs(deadline.saturating_sub(now()).min(RETRY).max(1))"),
+            Some(5.0)
+        );
+        assert_eq!(
+            at_most("Duration::from_secs(deadline.saturating_sub(now()))"),
+            None
+        );
+        assert_eq!(at_most("Duration::from_secs(RETRY)"), Some(5.0));
+        assert_eq!(secs("Duration::from_secs(REQUEUE_SECS.min(3))"), Some(3.0));
     }
 
     #[test]

@@ -187,6 +187,13 @@ impl<'m> Unit<'m> {
         self.requeue_secs_within(r, from_file, 0)
     }
 
+    /// An upper bound of a requeue's duration when it is computed but capped (`left.min(RETRY)`), with the
+    /// crate's consts.
+    pub fn requeue_at_most(&self, r: &Requeue) -> Option<f64> {
+        let e: syn::Expr = syn::parse_str(r.unresolved.as_deref()?).ok()?;
+        crate::scan::eval::duration_at_most(&e, &self.consts)
+    }
+
     fn requeue_secs_within(&self, r: &Requeue, from_file: usize, depth: usize) -> Option<f64> {
         self.requeue_secs_with(r, from_file, depth, &|_| None)
     }

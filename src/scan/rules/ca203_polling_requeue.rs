@@ -31,8 +31,15 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
             if r.on_error || (r.in_err_value && !r.conditional) {
                 continue;
             }
-            let Some(secs) = cx.unit.requeue_secs(r, id.0) else {
+            // A computed duration with a cap polls at least that often.
+            let exact = cx.unit.requeue_secs(r, id.0);
+            let Some(secs) = exact.or_else(|| cx.unit.requeue_at_most(r)) else {
                 continue;
+            };
+            let after = if exact.is_some() {
+                secs_text(secs)
+            } else {
+                format!("at most {}", secs_text(secs))
             };
             // A conditional immediate requeue is a one-shot step after a state change (a finalizer just added),
             // not a timer.
@@ -53,7 +60,7 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
                 r.span.clone(),
                 format!(
                     "reconcile requeues after {} on success{}: polling every object instead of waiting for changes",
-                    secs_text(secs),
+                    after,
                     cx.via(id)
                 ),
                 format!(
@@ -67,13 +74,13 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
                 f.message = if r.in_err_value {
                     format!(
                         "reconcile returns `Err` with a requeue after {} on a branch that is no error{}: polls while waiting",
-                        secs_text(secs),
+                        after,
                         cx.via(id)
                     )
                 } else {
                     format!(
                         "reconcile requeues after {} on a branch{}: polls while waiting",
-                        secs_text(secs),
+                        after,
                         cx.via(id)
                     )
                 };
