@@ -59,6 +59,52 @@ pub fn library_roots(root: &Path) -> Vec<PathBuf> {
     out.into_iter().take(MAX_LIBRARIES).collect()
 }
 
+/// Does the crate whose unit is `unit` (its directory, or an example/bench under it) depend on kube, in any
+/// dependency table (`[dependencies]`, `[dev-dependencies]`, `[target.'cfg(..)'.dependencies]`, renamed with
+/// `package = "kube"`)? `None` when no manifest says: a file outside any crate, a manifest that does not parse or
+/// lists no dependencies at all (a snippet's), which the source then decides.
+pub fn manifest_uses_kube(unit: &Path) -> Option<bool> {
+    let root = if unit.join("Cargo.toml").is_file() {
+        unit
+    } else {
+        // `root/examples/x` or `root/benches/x.rs`.
+        let up = unit.parent()?.parent()?;
+        if !up.join("Cargo.toml").is_file() {
+            return None;
+        }
+        up
+    };
+    let manifest = read_toml(&root.join("Cargo.toml"))?;
+    let names_kube = |t: &toml::Table| {
+        t.iter().any(|(k, v)| {
+            KUBE_CRATES.contains(&k.as_str())
+                || k == "kube-derive"
+                || v.get("package")
+                    .and_then(|p| p.as_str())
+                    .is_some_and(|p| KUBE_CRATES.contains(&p) || p == "kube-derive")
+        })
+    };
+    const TABLES: [&str; 3] = ["dependencies", "dev-dependencies", "build-dependencies"];
+    let targets: Vec<&toml::Table> = manifest
+        .get("target")
+        .and_then(|t| t.as_table())
+        .into_iter()
+        .flat_map(|t| t.values().filter_map(|t| t.as_table()))
+        .collect();
+    let all: Vec<&toml::Table> = std::iter::once(&manifest)
+        .chain(targets)
+        .flat_map(|m| {
+            TABLES
+                .iter()
+                .filter_map(|d| m.get(*d).and_then(|t| t.as_table()))
+        })
+        .collect();
+    if all.is_empty() {
+        return None;
+    }
+    Some(all.into_iter().any(names_kube))
+}
+
 fn read_toml(path: &Path) -> Option<toml::Table> {
     std::fs::read_to_string(path).ok()?.parse().ok()
 }
@@ -218,6 +264,48 @@ source = "registry+https://github.com/rust-lang/crates.io-index"
         assert_eq!(
             roots,
             vec![app.join("../shared"), app.join("vendor/helpers-0.2.3"),]
+        );
+    }
+
+    #[test]
+    fn the_manifest_says_whether_a_crate_uses_kube() {
+        let d = tempfile::tempdir().unwrap();
+        let says = |manifest: &str| {
+            write(&d.path().join("Cargo.toml"), manifest);
+            manifest_uses_kube(d.path())
+        };
+        let pkg = "[package]\nname = \"x\"\n";
+        assert_eq!(
+            says(&format!("{pkg}[dependencies]\nkube = \"1\"\n")),
+            Some(true)
+        );
+        assert_eq!(
+            says(&format!(
+                "{pkg}[dependencies]\nk = {{ package = \"kube-runtime\", version = \"1\" }}\n"
+            )),
+            Some(true)
+        );
+        assert_eq!(
+            says(&format!(
+                "{pkg}[target.'cfg(unix)'.dev-dependencies]\nkube-client = \"1\"\n"
+            )),
+            Some(true)
+        );
+        assert_eq!(
+            says(&format!("{pkg}[dependencies]\nserde = \"1\"\n")),
+            Some(false)
+        );
+        // Lists nothing: the source decides.
+        assert_eq!(says(pkg), None);
+        assert_eq!(says("not toml ["), None);
+        // An example of the crate is judged by the crate's manifest.
+        write(
+            &d.path().join("Cargo.toml"),
+            &format!("{pkg}[dependencies]\nkube = \"1\"\n"),
+        );
+        assert_eq!(
+            manifest_uses_kube(&d.path().join("examples/demo.rs")),
+            Some(true)
         );
     }
 

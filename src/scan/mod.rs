@@ -491,7 +491,22 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
         units
             .into_par_iter()
             .filter_map(|(root, (rs, yaml))| {
-                // Every file is read (not `any`) so that the line count covers skipped crates too.
+                // A crate says in its manifest whether it depends on kube: one that does not is not read at all
+                // (most of a vendored tree). Files outside any crate are looked into.
+                if let Some(uses) = deps::manifest_uses_kube(&root) {
+                    if !uses || is_kube_itself(&root) {
+                        return None;
+                    }
+                    for p in &rs {
+                        if let Ok(b) = std::fs::read(p) {
+                            lines.fetch_add(
+                                bytecount_lines(&b),
+                                std::sync::atomic::Ordering::Relaxed,
+                            );
+                        }
+                    }
+                    return Some((root, rs, yaml));
+                }
                 let hits = rs
                     .iter()
                     .filter(|p| {

@@ -101,6 +101,9 @@ pub struct FnModel {
     pub object_kind: Option<String>,
     /// Parameter names by position (`self` not counted; empty for a pattern).
     pub params: Vec<String>,
+    /// Returns an `Api<K>` (`fn process_api(&self, ns: &str) -> Api<Process>`): `Some(kind)`, the kind when the
+    /// type says it.
+    pub returns_api: Option<Option<String>>,
     /// Returns `Action`, `Result<Action, _>` or `ReconcilerAction`.
     pub returns_action: bool,
     /// Has a `&E` parameter besides the object: the shape of an error_policy.
@@ -203,6 +206,10 @@ pub struct ApiCall {
     pub then_writes_on_branch: bool,
     /// Rendered receiver and method for messages: `api.patch`.
     pub text: String,
+    /// The receiver is what a function returns (`ctx.process_api(ns).get(..)`, or a binding of it) whose type
+    /// this file does not know: (its name, called as a method). An API call only if the crate join finds that
+    /// function returning an `Api` (see `Unit::api_calls`).
+    pub via_producer: Option<(String, bool)>,
 }
 
 impl ApiCall {

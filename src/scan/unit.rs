@@ -64,6 +64,9 @@ pub struct Unit<'m> {
     wrapped: HashMap<FnId, Vec<ApiCall>>,
     /// Calls of the crate's own thin wrappers, likewise (see [`Self::wrapper_calls`]).
     wrapped_local: HashMap<FnId, Vec<ApiCall>>,
+    /// Calls on what a function returns that the join found to be an `Api` (see `ApiCall::via_producer`), with
+    /// its kind.
+    confirmed: HashMap<FnId, Vec<ApiCall>>,
 }
 
 impl<'m> Unit<'m> {
@@ -101,7 +104,9 @@ impl<'m> Unit<'m> {
             consts,
             wrapped: HashMap::new(),
             wrapped_local: HashMap::new(),
+            confirmed: HashMap::new(),
         };
+        unit.confirmed = unit.confirmed_calls();
         unit.wrapped = unit.wrapped_calls(true);
         unit.wrapped_local = unit.wrapped_calls(false);
         unit
@@ -114,12 +119,52 @@ impl<'m> Unit<'m> {
         self.wrapped_local.get(&id).into_iter().flatten()
     }
 
-    /// The API calls a function makes: its own, and those it makes through a dependency's thin wrapper.
+    /// The API calls a function makes: its own, those on an `Api` another function returned, and those it makes
+    /// through a dependency's thin wrapper.
     pub fn api_calls(&self, id: FnId) -> impl Iterator<Item = &ApiCall> + '_ {
+        self.own_api_calls(id)
+            .chain(self.wrapped.get(&id).into_iter().flatten())
+    }
+
+    /// The API calls in a function's own body, those on a returned `Api` included.
+    fn own_api_calls(&self, id: FnId) -> impl Iterator<Item = &ApiCall> + '_ {
         self.func(id)
             .api_calls
             .iter()
-            .chain(self.wrapped.get(&id).into_iter().flatten())
+            .filter(|c| c.via_producer.is_none())
+            .chain(self.confirmed.get(&id).into_iter().flatten())
+    }
+
+    /// The calls on a receiver some function returned (see `ApiCall::via_producer`) where every function it may
+    /// be returns an `Api<K>`, with that `K`.
+    fn confirmed_calls(&self) -> HashMap<FnId, Vec<ApiCall>> {
+        let mut out: HashMap<FnId, Vec<ApiCall>> = HashMap::new();
+        for id in self.all_fns() {
+            for call in &self.func(id).api_calls {
+                let Some((producer, method)) = &call.via_producer else {
+                    continue;
+                };
+                let targets = if *method {
+                    self.resolve_method(producer)
+                } else {
+                    self.resolve(producer, id.0)
+                };
+                let kinds: Option<Vec<&Option<String>>> = targets
+                    .iter()
+                    .map(|t| self.func(*t).returns_api.as_ref())
+                    .collect();
+                let Some(kinds) = kinds.filter(|k| !k.is_empty()) else {
+                    continue;
+                };
+                let mut c = call.clone();
+                c.via_producer = None;
+                c.kind = kinds[0]
+                    .clone()
+                    .filter(|k| kinds.iter().all(|o| o.as_ref() == Some(k)));
+                out.entry(id).or_default().push(c);
+            }
+        }
+        out
     }
 
     /// For every crate function, its calls of a dependency's thin wrapper (one API call, on no branch, loop or
@@ -166,7 +211,8 @@ impl<'m> Unit<'m> {
     /// The one API call of a function that makes just that call.
     fn thin_wrapper(&self, id: FnId) -> Option<&ApiCall> {
         let f = self.func(id);
-        let [call] = &f.api_calls[..] else {
+        let calls: Vec<&ApiCall> = self.own_api_calls(id).collect();
+        let [call] = calls[..] else {
             return None;
         };
         let plain = !call.on_branch

@@ -166,6 +166,25 @@ impl<'ast> Extractor<'_, 'ast> {
                     "Patch::",
                 ];
                 if !params.iter().any(|p| args_text.contains(p)) {
+                    // `ctx.process_api(ns).get(name)`: an API call if that function returns an `Api`.
+                    if let Some(producer) = self.api_producer(&m.receiver, 0) {
+                        let call = ApiCall {
+                            via_producer: Some(producer),
+                            ..self.api_call_here(
+                                method.clone(),
+                                start_end(self.path, m.method.span(), m.span()),
+                                None,
+                                false,
+                                key(m.method.span()),
+                                format!("{}.{}", compact(&m.receiver), method),
+                            )
+                        };
+                        let (is_read, changes_state) = (call.is_read(), call.changes_state());
+                        if let Some(f) = self.fns.last_mut() {
+                            f.model.api_calls.push(call);
+                        }
+                        self.note_api_call(is_read, changes_state);
+                    }
                     return;
                 }
                 None
@@ -256,6 +275,33 @@ impl<'ast> Extractor<'_, 'ast> {
             after_change_on_branch: self.after_change_on_branch(),
             then_writes_on_branch: false,
             text,
+            via_producer: None,
+        }
+    }
+
+    /// The function whose return value `e` is, when it may be an `Api` this file cannot type: named like one
+    /// (`process_api`, `api_for`) — the crate join checks what it returns.
+    fn api_producer(&self, e: &Expr, depth: usize) -> Option<(String, bool)> {
+        let named_api = |n: &str| n.to_ascii_lowercase().contains("api");
+        match e {
+            Expr::MethodCall(m) => {
+                let n = m.method.to_string();
+                named_api(&n).then_some((n, true))
+            }
+            Expr::Call(c) => {
+                let Expr::Path(p) = &*c.func else {
+                    return None;
+                };
+                let n = self.call_name(&p.path)?;
+                named_api(&n).then_some((n, false))
+            }
+            Expr::Reference(r) => self.api_producer(&r.expr, depth),
+            Expr::Paren(p) => self.api_producer(&p.expr, depth),
+            Expr::Path(p) if depth == 0 => {
+                let v = self.var(&p.path.get_ident()?.to_string())?;
+                self.api_producer(v.init.as_ref()?, depth + 1)
+            }
+            _ => None,
         }
     }
 

@@ -238,6 +238,9 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
         ctx.model.is_async = sig.asyncness.is_some();
         ctx.model.span = self.span(span);
         ctx.model.returns_action = ret.contains("Action");
+        if let syn::ReturnType::Type(_, ty) = &sig.output {
+            ctx.model.returns_api = api_kind_of_type(ty);
+        }
         let mut first_typed = true;
         let typed = sig.inputs.iter().filter_map(|i| match i {
             FnArg::Typed(pt) => Some(pt),
