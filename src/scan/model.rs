@@ -118,6 +118,8 @@ pub struct FnModel {
     /// Functions and methods called on the deletion path (a finalizer's `Cleanup` arm, a branch taken because
     /// `deletion_timestamp` is set): they run once per deletion, not on every reconcile.
     pub deletion_calls: Vec<String>,
+    /// Functions and methods called inside a `loop`/`while` body: called again on the next round.
+    pub loop_calls: Vec<String>,
     /// Functions and methods called on an error path (inside `Err(..)`, a `map_err` closure, an `Err` arm): what
     /// only they reach runs when something failed, not on every reconcile.
     pub error_calls: Vec<String>,

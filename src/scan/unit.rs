@@ -609,6 +609,24 @@ impl<'m> Unit<'m> {
         seen
     }
 
+    /// The crate's functions that call `id` (by name, as reachability follows calls). Walks every function: for
+    /// the rare finding that depends on its callers.
+    pub fn callers(&self, id: FnId) -> Vec<FnId> {
+        self.all_fns()
+            .filter(|c| {
+                let f = self.func(*c);
+                f.calls
+                    .iter()
+                    .chain(&f.self_calls)
+                    .chain(&f.error_calls)
+                    .any(|n| self.resolve(n, c.0).contains(&id))
+                    || f.method_calls
+                        .iter()
+                        .any(|n| self.resolve_method(n).contains(&id))
+            })
+            .collect()
+    }
+
     /// Every function id of the crate (its dependencies' left out).
     pub fn all_fns(&self) -> impl Iterator<Item = FnId> + '_ {
         self.files

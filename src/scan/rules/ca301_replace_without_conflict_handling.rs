@@ -20,6 +20,19 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
             if !call.propagated || call.in_retry {
                 continue;
             }
+            // Propagated to callers that all tell 409 apart or call it again in a loop (a lease renewal retried
+            // on the next tick until its deadline): handled, one level up.
+            let callers = cx.unit.callers(id);
+            let handled_above = |c: &crate::scan::unit::FnId| {
+                let f = cx.unit.func(*c);
+                f.handles_conflict
+                    || f.loop_calls
+                        .iter()
+                        .any(|n| n.rsplit("::").next() == Some(func.name.as_str()))
+            };
+            if !callers.is_empty() && callers.iter().all(handled_above) {
+                continue;
+            }
             out.push(finding(
                 "CA301",
                 call.span.clone(),
