@@ -79,6 +79,9 @@ pub struct LabelValue {
     pub bound_to: Option<String>,
     /// Name of the function the value is in.
     pub in_fn: String,
+    /// The bindings the value formats (`format!("{phase:?}")`) that the function matches against enum variants
+    /// (`match phase { Phase::Completed => .. }`): their text is one of a few.
+    pub formats_enum: bool,
 }
 
 /// A `#[derive(CustomResource)]` type.

@@ -2,6 +2,37 @@
 
 use super::*;
 
+/// The bindings a `format!` names, inline (`{phase:?}`) or as arguments (`format!("{:?}", phase)`).
+fn formatted_names(text: &str) -> Vec<String> {
+    let Some(inner) = text
+        .strip_prefix("format!(")
+        .and_then(|t| t.strip_suffix(')'))
+    else {
+        return Vec::new();
+    };
+    let ident = |s: &str| {
+        !s.is_empty()
+            && s.chars().all(|c| c.is_alphanumeric() || c == '_')
+            && !s.starts_with(|c: char| c.is_ascii_digit())
+    };
+    let mut names: Vec<String> = inner
+        .split('{')
+        .skip(1)
+        .filter_map(|p| p.split(['}', ':']).next())
+        .filter(|n| ident(n))
+        .map(str::to_string)
+        .collect();
+    names.extend(
+        inner
+            .split(',')
+            .skip(1)
+            .map(str::trim)
+            .filter(|n| ident(n))
+            .map(str::to_string),
+    );
+    names
+}
+
 impl<'ast> Extractor<'_, 'ast> {
     /// Records a value handed to a label, with the initialiser of the binding it names: whether that value is
     /// bounded is the rule's judgement.
@@ -13,11 +44,19 @@ impl<'ast> Extractor<'_, 'ast> {
             .map(compact);
         let span = self.span(v.span());
         let in_fn = self.fn_name();
+        let formats_enum = self.fns.last().is_some_and(|f| {
+            !f.enum_vars.is_empty()
+                && formatted_names(&text)
+                    .iter()
+                    .all(|n| f.enum_vars.contains(n))
+                && !formatted_names(&text).is_empty()
+        });
         self.model.metric_label_values.push(LabelValue {
             span,
             text,
             bound_to,
             in_fn,
+            formats_enum,
         });
     }
 
@@ -83,5 +122,18 @@ impl<'ast> Extractor<'_, 'ast> {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::formatted_names;
+
+    #[test]
+    fn format_names_inline_and_positional_bindings() {
+        assert_eq!(formatted_names("format!(\"{phase:?}\")"), vec!["phase"]);
+        assert_eq!(formatted_names("format!(\"{:?}\",phase)"), vec!["phase"]);
+        assert!(formatted_names("format!(\"{}\",e.to_string())").is_empty());
+        assert!(formatted_names("obj.name_any()").is_empty());
     }
 }

@@ -75,6 +75,8 @@ struct FnCtx {
     watcher_candidates: Vec<(Span, Option<String>, String)>,
     /// The `if`/`match` arms being visited, innermost last (see `ApiCall::then_writes_on_branch`).
     arms: Vec<ArmFrame>,
+    /// Bindings the function matches against enum variants (`match phase { Phase::Done => .. }`).
+    enum_vars: HashSet<String>,
     /// After a top-level `if <the object is in place, by an API read> { return }`: the reads since, which a
     /// write at the top level makes a creation or renewal step.
     guarded_reads: Option<Vec<usize>>,

@@ -200,6 +200,17 @@ pub(super) fn last_ident(p: &syn::Path) -> String {
         .unwrap_or_default()
 }
 /// `Err(..)` (or `Err(_) | …`) as a match arm's pattern.
+/// `Type::Variant`, `Type::Variant(..)`, `Type::Variant { .. }`, alone or in an `|`.
+pub(super) fn is_variant_pattern(p: &Pat) -> bool {
+    match p {
+        Pat::Path(x) => x.path.segments.len() >= 2,
+        Pat::TupleStruct(t) => t.path.segments.len() >= 2,
+        Pat::Struct(s) => s.path.segments.len() >= 2,
+        Pat::Or(o) => o.cases.iter().any(is_variant_pattern),
+        _ => false,
+    }
+}
+
 pub(super) fn is_err_pattern(p: &Pat) -> bool {
     match p {
         Pat::TupleStruct(t) => last_ident(&t.path) == "Err",

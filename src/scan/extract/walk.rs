@@ -500,6 +500,14 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
 
     fn visit_expr_match(&mut self, m: &'ast syn::ExprMatch) {
         self.visit_expr(&m.expr);
+        // `match phase { Phase::Completed => .. }`: `phase` holds one of an enum's variants.
+        if let Expr::Path(p) = &*m.expr
+            && let Some(name) = p.path.get_ident()
+            && m.arms.iter().any(|a| is_variant_pattern(&a.pat))
+            && let Some(f) = self.fns.last_mut()
+        {
+            f.enum_vars.insert(name.to_string());
+        }
         self.branches += 1;
         let mut wrote = Vec::new();
         for arm in &m.arms {
