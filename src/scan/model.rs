@@ -121,6 +121,8 @@ pub struct FnModel {
     /// Functions and methods called on the deletion path (a finalizer's `Cleanup` arm, a branch taken because
     /// `deletion_timestamp` is set): they run once per deletion, not on every reconcile.
     pub deletion_calls: Vec<String>,
+    /// `match x { A::B => .., _ => f(..) }`: what is left of an enum after the arms before it, handed to `f`.
+    pub dispatches: Vec<Dispatch>,
     /// Functions and methods called inside a `loop`/`while` body: called again on the next round.
     pub loop_calls: Vec<String>,
     /// Functions and methods called on an error path (inside `Err(..)`, a `map_err` closure, an `Err` arm): what
@@ -153,6 +155,15 @@ pub struct FnModel {
     pub builds_namespaced_controller: Option<Site>,
     /// `for` loops whose body spawns tasks or collects futures.
     pub spawning_loops: Vec<SpawningLoop>,
+}
+
+/// A catch-all match arm that hands the rest to a function: `_ => super::reconcile_apply(obj, ctx).await`.
+#[derive(Debug, Clone)]
+pub struct Dispatch {
+    /// The called name, as `FnModel::calls` holds it.
+    pub callee: String,
+    /// The variants the arms before it take (no guard), by last path segment: `RebuildingReplicas`.
+    pub handled: Vec<String>,
 }
 
 /// A `for` loop whose body spawns tasks or collects futures (`spawn(..)`, `.push(..)`, `JoinSet`, `join_all`).
@@ -284,6 +295,8 @@ pub struct Requeue {
     pub after_change: bool,
     /// Right after a write of any kind earlier in the same block (an apply, a patch, a call named like one).
     pub after_write: bool,
+    /// The variants of the innermost enum match arm it is in (`Phase::Quiescing => ..`), by last path segment.
+    pub variants: Vec<String>,
     /// What a call of a function returns (`Ok(requeue::short_retry())`): its name, as `FnModel::calls` holds it;
     /// the crate join reads the duration from that function's returns.
     pub via: Option<String>,

@@ -64,6 +64,9 @@ pub struct Unit<'m> {
     wrapped: HashMap<FnId, Vec<ApiCall>>,
     /// Calls of the crate's own thin wrappers, likewise (see [`Self::wrapper_calls`]).
     wrapped_local: HashMap<FnId, Vec<ApiCall>>,
+    /// Variants a function never sees: every call of it is a catch-all arm of a caller that took them before
+    /// (see `FnModel::dispatches`).
+    dead_variants: HashMap<FnId, HashSet<String>>,
     /// Calls on what a function returns that the join found to be an `Api` (see `ApiCall::via_producer`), with
     /// its kind.
     confirmed: HashMap<FnId, Vec<ApiCall>>,
@@ -105,7 +108,9 @@ impl<'m> Unit<'m> {
             wrapped: HashMap::new(),
             wrapped_local: HashMap::new(),
             confirmed: HashMap::new(),
+            dead_variants: HashMap::new(),
         };
+        unit.dead_variants = unit.dispatched_away();
         unit.confirmed = unit.confirmed_calls();
         unit.wrapped = unit.wrapped_calls(true);
         unit.wrapped_local = unit.wrapped_calls(false);
@@ -607,6 +612,55 @@ impl<'m> Unit<'m> {
             }
         }
         seen
+    }
+
+    /// Variants of an enum that `id`'s callers already handled before handing it the rest: its arms for them
+    /// are dead code.
+    pub fn dead_variants(&self, id: FnId) -> Option<&HashSet<String>> {
+        self.dead_variants.get(&id)
+    }
+
+    fn dispatched_away(&self) -> HashMap<FnId, HashSet<String>> {
+        let mut handed: HashMap<FnId, Vec<&Vec<String>>> = HashMap::new();
+        for id in self.all_fns() {
+            for d in &self.func(id).dispatches {
+                for t in self.resolve(&d.callee, id.0) {
+                    handed.entry(t).or_default().push(&d.handled);
+                }
+            }
+        }
+        let mut out = HashMap::new();
+        for (target, sets) in handed {
+            // Every call of it must be such a dispatch: another caller may pass any variant.
+            let calls: usize = self
+                .callers(target)
+                .iter()
+                .map(|c| {
+                    let f = self.func(*c);
+                    f.calls
+                        .iter()
+                        .chain(&f.self_calls)
+                        .chain(&f.error_calls)
+                        .filter(|n| self.resolve(n, c.0).contains(&target))
+                        .count()
+                        + f.method_calls
+                            .iter()
+                            .filter(|n| self.resolve_method(n).contains(&target))
+                            .count()
+                })
+                .sum();
+            if calls > sets.len() {
+                continue;
+            }
+            let mut dead: HashSet<String> = sets[0].iter().cloned().collect();
+            for s in &sets[1..] {
+                dead.retain(|v| s.contains(v));
+            }
+            if !dead.is_empty() {
+                out.insert(target, dead);
+            }
+        }
+        out
     }
 
     /// The crate's functions that call `id` (by name, as reachability follows calls). Walks every function: for

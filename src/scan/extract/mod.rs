@@ -121,6 +121,9 @@ pub struct Extractor<'a, 'ast> {
     branches: usize,
     /// Depth of error paths around the node being visited (see `Requeue::on_error`).
     error_path: usize,
+    /// The variants of the enum match arms around the node being visited, innermost last (see
+    /// `Requeue::variants`).
+    variants: Vec<Vec<String>>,
     /// How many of `error_path` are only an `Err(..)` constructor (see `Requeue::in_err_value`).
     err_values: usize,
     /// Depth of deletion paths around the node being visited (see `FnModel::deletion_calls`).
@@ -174,6 +177,7 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
             guards: 0,
             branches: 0,
             err_values: 0,
+            variants: Vec::new(),
             error_path: 0,
             deletion_path: 0,
             block_writes: Vec::new(),

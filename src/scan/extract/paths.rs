@@ -128,6 +128,47 @@ impl<'ast> Extractor<'_, 'ast> {
         }
     }
 
+    /// `match phase { A::B => .., _ => f(..).await }`: the catch-all hands `f` what the other arms did not take.
+    pub(super) fn record_dispatch(&mut self, m: &syn::ExprMatch) {
+        let Some(rest) = m
+            .arms
+            .iter()
+            .find(|a| matches!(a.pat, Pat::Wild(_)) && a.guard.is_none())
+        else {
+            return;
+        };
+        let mut body = &*rest.body;
+        loop {
+            body = match body {
+                Expr::Await(a) => &a.base,
+                Expr::Try(t) => &t.expr,
+                Expr::Paren(p) => &p.expr,
+                _ => break,
+            };
+        }
+        let Expr::Call(c) = body else {
+            return;
+        };
+        let Expr::Path(p) = &*c.func else {
+            return;
+        };
+        let Some(callee) = self.call_name(&p.path) else {
+            return;
+        };
+        let handled: Vec<String> = m
+            .arms
+            .iter()
+            .filter(|a| a.guard.is_none())
+            .flat_map(|a| variant_names(&a.pat))
+            .collect();
+        if handled.is_empty() {
+            return;
+        }
+        if let Some(f) = self.fns.last_mut() {
+            f.model.dispatches.push(Dispatch { callee, handled });
+        }
+    }
+
     /// How many reads the current function has made so far.
     pub(super) fn read_count(&self) -> usize {
         self.fns.last().map_or(0, |f| {
@@ -186,6 +227,7 @@ impl<'ast> Extractor<'_, 'ast> {
             r.in_err_value = in_err_value;
             r.after_change = after_change;
             r.after_write = after_write;
+            r.variants = self.variants.last().cloned().unwrap_or_default();
             f.model.requeues.push(r);
         }
     }
@@ -209,6 +251,7 @@ impl<'ast> Extractor<'_, 'ast> {
                         after_change: false,
                         after_write: false,
                         via: None,
+                        variants: Vec::new(),
                         via_args: Vec::new(),
                         text: compact(c),
                     });
@@ -228,6 +271,7 @@ impl<'ast> Extractor<'_, 'ast> {
                     after_change: false,
                     after_write: false,
                     via: Some(via),
+                    variants: Vec::new(),
                     via_args: c.args.iter().map(compact).collect(),
                     text: compact(c),
                 })
@@ -252,6 +296,7 @@ impl<'ast> Extractor<'_, 'ast> {
                     after_change: false,
                     after_write: false,
                     via: None,
+                    variants: Vec::new(),
                     via_args: Vec::new(),
                     text: compact(f),
                 })

@@ -200,6 +200,17 @@ pub(super) fn last_ident(p: &syn::Path) -> String {
         .unwrap_or_default()
 }
 /// `Err(..)` (or `Err(_) | …`) as a match arm's pattern.
+/// The variants a pattern takes, by last path segment: `A::B | A::C(_)` gives `B`, `C`.
+pub(super) fn variant_names(p: &Pat) -> Vec<String> {
+    match p {
+        Pat::Path(x) if x.path.segments.len() >= 2 => vec![last_ident(&x.path)],
+        Pat::TupleStruct(t) if t.path.segments.len() >= 2 => vec![last_ident(&t.path)],
+        Pat::Struct(s) if s.path.segments.len() >= 2 => vec![last_ident(&s.path)],
+        Pat::Or(o) => o.cases.iter().flat_map(variant_names).collect(),
+        _ => Vec::new(),
+    }
+}
+
 /// `Type::Variant`, `Type::Variant(..)`, `Type::Variant { .. }`, alone or in an `|`.
 pub(super) fn is_variant_pattern(p: &Pat) -> bool {
     match p {

@@ -508,6 +508,7 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
         {
             f.enum_vars.insert(name.to_string());
         }
+        self.record_dispatch(m);
         self.branches += 1;
         let mut wrote = Vec::new();
         for arm in &m.arms {
@@ -519,7 +520,15 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
             if is_err_pattern(&arm.pat) {
                 self.visit_on_error_path(&arm.body);
             } else {
+                let names = variant_names(&arm.pat);
+                let frame = !names.is_empty();
+                if frame {
+                    self.variants.push(names);
+                }
                 wrote.push(self.in_arm(|s| s.visit_expr(&arm.body)));
+                if frame {
+                    self.variants.pop();
+                }
             }
             self.deletion_path -= usize::from(deleting);
         }

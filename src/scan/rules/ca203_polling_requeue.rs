@@ -24,7 +24,14 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
         if builder {
             continue;
         }
+        let dead = cx.unit.dead_variants(id);
         for r in &func.requeues {
+            // An arm for a variant every caller took care of before calling: dead code.
+            if !r.variants.is_empty()
+                && dead.is_some_and(|d| r.variants.iter().all(|v| d.contains(v)))
+            {
+                continue;
+            }
             // An error path's requeue is retry policy (CA204's business), not polling.
             // An unconditional `Err(requeue)` is what a failure-only helper returns; on a branch, without an
             // error around it, it is "not ready yet" spelled as `Err` (judged below, at info).
