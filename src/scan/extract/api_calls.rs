@@ -247,6 +247,11 @@ impl<'ast> Extractor<'_, 'ast> {
         if let Some(b) = self.block_writes.last_mut() {
             *b = (*b).max(level);
         }
+        if name.starts_with("delete")
+            && let Some(d) = self.block_deletes.last_mut()
+        {
+            *d = true;
+        }
     }
 
     /// An API call at the node being visited, with where it stands: in a loop, on an error path, after a change.

@@ -130,6 +130,8 @@ pub struct Extractor<'a, 'ast> {
     deletion_path: usize,
     /// Per enclosing block: the strongest write-like call seen in it so far (see `Requeue::after_change`).
     block_writes: Vec<Written>,
+    /// Per enclosing block: has it deleted something so far (a recreate or clean-up step follows)?
+    block_deletes: Vec<bool>,
     /// Per enclosing `if`: was its branch taken because something was written or changed?
     change_branches: Vec<bool>,
     blocking_ok: usize,
@@ -181,6 +183,7 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
             error_path: 0,
             deletion_path: 0,
             block_writes: Vec::new(),
+            block_deletes: Vec::new(),
             change_branches: Vec::new(),
             blocking_ok: 0,
             retry_closure: 0,

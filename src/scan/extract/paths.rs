@@ -83,8 +83,14 @@ impl<'ast> Extractor<'_, 'ast> {
         if changes_state(f) && !moves_phase {
             self.note_state_write();
         }
-        if let Some(arm) = self.fns.last_mut().and_then(|f| f.arms.last_mut()) {
-            arm.calls.push(name.to_string());
+        // After a delete on a branch: waiting for it to go, recreating: a step of that change.
+        let after_delete = self.branches > 0 && self.block_deletes.last() == Some(&true);
+        if let Some(f) = self.fns.last_mut() {
+            if after_delete {
+                f.model.transition_calls.push(name.to_string());
+            } else if let Some(arm) = f.arms.last_mut() {
+                arm.calls.push(name.to_string());
+            }
         }
         if moves_phase {
             self.note_state_write();
