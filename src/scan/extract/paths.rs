@@ -14,7 +14,10 @@ impl<'ast> Extractor<'_, 'ast> {
 
     /// Visits an `if`/`match` arm with its own [`ArmFrame`]; what no write followed in it is handed to the arm
     /// around it.
-    pub(super) fn in_arm(&mut self, visit: impl FnOnce(&mut Self)) -> bool {
+    /// An arm that `fails` (ends in `return Err(..)`) is a failure's path: what it read and called is not judged as
+    /// every pass. In a function returning `Result<_, Action>`, `Err` is also how it says "come back later", so
+    /// there the arm must log an error too.
+    pub(super) fn in_arm(&mut self, fails: bool, visit: impl FnOnce(&mut Self)) -> bool {
         let depth = self.branches;
         if let Some(f) = self.fns.last_mut() {
             f.arms.push(ArmFrame {
@@ -29,6 +32,27 @@ impl<'ast> Extractor<'_, 'ast> {
         let Some(done) = f.arms.pop() else {
             return false;
         };
+        if fails && (!f.model.returns_action || done.logs_error) {
+            for i in done.reads {
+                if let Some(c) = f.model.api_calls.get_mut(i) {
+                    c.on_error = true;
+                }
+            }
+            for name in done.calls {
+                for list in [
+                    &mut f.model.calls,
+                    &mut f.model.self_calls,
+                    &mut f.model.method_calls,
+                ] {
+                    if let Some(at) = list.iter().rposition(|n| *n == name) {
+                        list.remove(at);
+                        break;
+                    }
+                }
+                f.model.error_calls.push(name);
+            }
+            return done.wrote;
+        }
         // What an arm did after its own write follows a change, not precedes one: the arm around it does not get it.
         if let Some(outer) = f.arms.last_mut()
             && !done.wrote

@@ -200,6 +200,25 @@ pub(super) fn last_ident(p: &syn::Path) -> String {
         .unwrap_or_default()
 }
 /// `Err(..)` (or `Err(_) | …`) as a match arm's pattern.
+/// Does this arm end by failing: `return Err(..)` among its statements, or `Err(..)` as its value?
+pub(super) fn arm_fails(e: &Expr) -> bool {
+    let is_err = |e: &Expr| matches!(e, Expr::Call(c) if matches!(&*c.func, Expr::Path(p) if last_ident(&p.path) == "Err"));
+    let returns_err =
+        |e: &Expr| matches!(e, Expr::Return(r) if r.expr.as_deref().is_some_and(is_err));
+    match e {
+        Expr::Block(b) => block_fails(&b.block),
+        other => is_err(other) || returns_err(other),
+    }
+}
+
+/// [`arm_fails`] for a block.
+pub(super) fn block_fails(b: &syn::Block) -> bool {
+    b.stmts.iter().any(|s| match s {
+        Stmt::Expr(e, _) => arm_fails(e) && !matches!(e, Expr::Block(_)),
+        _ => false,
+    })
+}
+
 /// The variants a pattern takes, by last path segment: `A::B | A::C(_)` gives `B`, `C`.
 pub(super) fn variant_names(p: &Pat) -> Vec<String> {
     match p {

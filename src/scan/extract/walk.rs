@@ -469,13 +469,14 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
         let deleting = deletion_condition(&i.cond);
         self.deletion_path += usize::from(deleting == Some(true));
         self.change_branches.push(signals_change(&i.cond));
-        let mut wrote = vec![self.in_arm(|s| s.visit_block(&i.then_branch))];
+        let then_fails = block_fails(&i.then_branch);
+        let mut wrote = vec![self.in_arm(then_fails, |s| s.visit_block(&i.then_branch))];
         self.change_branches.pop();
         self.deletion_path -= usize::from(deleting == Some(true));
         self.error_path -= usize::from(on_error);
         if let Some((_, e)) = &i.else_branch {
             self.deletion_path += usize::from(deleting == Some(false));
-            wrote.push(self.in_arm(|s| s.visit_expr(e)));
+            wrote.push(self.in_arm(arm_fails(e), |s| s.visit_expr(e)));
             self.deletion_path -= usize::from(deleting == Some(false));
         } else {
             // No else: the branch may not run at all.
@@ -527,7 +528,7 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
                 if frame {
                     self.variants.push(names);
                 }
-                wrote.push(self.in_arm(|s| s.visit_expr(&arm.body)));
+                wrote.push(self.in_arm(arm_fails(&arm.body), |s| s.visit_expr(&arm.body)));
                 if frame {
                     self.variants.pop();
                 }
