@@ -75,6 +75,8 @@ struct FnCtx {
     watcher_candidates: Vec<(Span, Option<String>, String)>,
     /// The `if`/`match` arms being visited, innermost last (see `ApiCall::then_writes_on_branch`).
     arms: Vec<ArmFrame>,
+    /// Returns `Result<_, Action>`: `Err` is also how it says "come back later".
+    err_is_action: bool,
     /// Bindings the function matches against enum variants (`match phase { Phase::Done => .. }`).
     enum_vars: HashSet<String>,
     /// After a top-level `if <the object is in place, by an API read> { return }`: the reads since, which a
@@ -247,6 +249,7 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
         ctx.model.is_async = sig.asyncness.is_some();
         ctx.model.span = self.span(span);
         ctx.model.returns_action = ret.contains("Action");
+        ctx.err_is_action = ret.contains(",Action>");
         if let syn::ReturnType::Type(_, ty) = &sig.output {
             ctx.model.returns_api = api_kind_of_type(ty);
         }

@@ -32,7 +32,7 @@ impl<'ast> Extractor<'_, 'ast> {
         let Some(done) = f.arms.pop() else {
             return false;
         };
-        if fails && (!f.model.returns_action || done.logs_error) {
+        if fails && (!f.err_is_action || done.logs_error) {
             for i in done.reads {
                 if let Some(c) = f.model.api_calls.get_mut(i) {
                     c.on_error = true;
