@@ -123,6 +123,8 @@ pub struct FnModel {
     pub deletion_calls: Vec<String>,
     /// `match x { A::B => .., _ => f(..) }`: what is left of an enum after the arms before it, handed to `f`.
     pub dispatches: Vec<Dispatch>,
+    /// Calls made in an enum match arm, with the arm's variants (see `Requeue::variants`).
+    pub variant_calls: Vec<(String, Vec<String>)>,
     /// Functions and methods called inside a `loop`/`while` body: called again on the next round.
     pub loop_calls: Vec<String>,
     /// Functions and methods called on an error path (inside `Err(..)`, a `map_err` closure, an `Err` arm): what

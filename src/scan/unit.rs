@@ -67,6 +67,8 @@ pub struct Unit<'m> {
     /// Variants a function never sees: every call of it is a catch-all arm of a caller that took them before
     /// (see `FnModel::dispatches`).
     dead_variants: HashMap<FnId, HashSet<String>>,
+    /// Functions only called from arms that can never run (see `dead_variants`).
+    dead_fns: HashSet<FnId>,
     /// Calls on what a function returns that the join found to be an `Api` (see `ApiCall::via_producer`), with
     /// its kind.
     confirmed: HashMap<FnId, Vec<ApiCall>>,
@@ -109,8 +111,10 @@ impl<'m> Unit<'m> {
             wrapped_local: HashMap::new(),
             confirmed: HashMap::new(),
             dead_variants: HashMap::new(),
+            dead_fns: HashSet::new(),
         };
         unit.dead_variants = unit.dispatched_away();
+        unit.dead_fns = unit.only_called_from_dead_arms();
         unit.confirmed = unit.confirmed_calls();
         unit.wrapped = unit.wrapped_calls(true);
         unit.wrapped_local = unit.wrapped_calls(false);
@@ -620,6 +624,53 @@ impl<'m> Unit<'m> {
         self.dead_variants.get(&id)
     }
 
+    /// Is `id` called only from arms that can never run? Its code is dead too.
+    pub fn is_dead(&self, id: FnId) -> bool {
+        self.dead_fns.contains(&id)
+    }
+
+    fn only_called_from_dead_arms(&self) -> HashSet<FnId> {
+        let mut from_dead: HashMap<FnId, usize> = HashMap::new();
+        for (&caller, dead) in &self.dead_variants {
+            for (name, vs) in &self.func(caller).variant_calls {
+                if vs.iter().all(|v| dead.contains(v)) {
+                    for t in self
+                        .resolve(name, caller.0)
+                        .into_iter()
+                        .chain(self.resolve_method(name))
+                    {
+                        *from_dead.entry(t).or_default() += 1;
+                    }
+                }
+            }
+        }
+        from_dead
+            .into_iter()
+            .filter(|(t, n)| self.call_count(*t) <= *n)
+            .map(|(t, _)| t)
+            .collect()
+    }
+
+    /// How many call sites in the crate name `target`.
+    fn call_count(&self, target: FnId) -> usize {
+        self.callers(target)
+            .iter()
+            .map(|c| {
+                let f = self.func(*c);
+                f.calls
+                    .iter()
+                    .chain(&f.self_calls)
+                    .chain(&f.error_calls)
+                    .filter(|n| self.resolve(n, c.0).contains(&target))
+                    .count()
+                    + f.method_calls
+                        .iter()
+                        .filter(|n| self.resolve_method(n).contains(&target))
+                        .count()
+            })
+            .sum()
+    }
+
     fn dispatched_away(&self) -> HashMap<FnId, HashSet<String>> {
         let mut handed: HashMap<FnId, Vec<&Vec<String>>> = HashMap::new();
         for id in self.all_fns() {
@@ -632,24 +683,7 @@ impl<'m> Unit<'m> {
         let mut out = HashMap::new();
         for (target, sets) in handed {
             // Every call of it must be such a dispatch: another caller may pass any variant.
-            let calls: usize = self
-                .callers(target)
-                .iter()
-                .map(|c| {
-                    let f = self.func(*c);
-                    f.calls
-                        .iter()
-                        .chain(&f.self_calls)
-                        .chain(&f.error_calls)
-                        .filter(|n| self.resolve(n, c.0).contains(&target))
-                        .count()
-                        + f.method_calls
-                            .iter()
-                            .filter(|n| self.resolve_method(n).contains(&target))
-                            .count()
-                })
-                .sum();
-            if calls > sets.len() {
+            if self.call_count(target) > sets.len() {
                 continue;
             }
             let mut dead: HashSet<String> = sets[0].iter().cloned().collect();

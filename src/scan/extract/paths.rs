@@ -98,6 +98,11 @@ impl<'ast> Extractor<'_, 'ast> {
         // A call that moves the object to another phase (`transition_to_releasing`, `set_phase`) is the step
         // itself: what it reads runs once. One that writes a status (`patch_status_with_condition`) may run on
         // every pass: what it reads runs whenever the arm does.
+        if let Some(vs) = self.variants.last().cloned()
+            && let Some(f) = self.fns.last_mut()
+        {
+            f.model.variant_calls.push((name.to_string(), vs));
+        }
         let in_loop = matches!(self.current_scope(), Some(Scope::Loop | Scope::While));
         if in_loop && let Some(f) = self.fns.last_mut() {
             f.model.loop_calls.push(name.to_string());

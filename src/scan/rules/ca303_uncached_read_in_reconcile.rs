@@ -7,8 +7,8 @@ use crate::finding::{Finding, Severity};
 
 pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
     for (&id, _) in cx.reach.iter() {
-        // Reached only when something failed: not every reconcile.
-        if cx.error_only.contains(&id) {
+        // Reached only when something failed, or never: not every reconcile.
+        if cx.error_only.contains(&id) || cx.unit.is_dead(id) {
             continue;
         }
         let func = cx.unit.func(id);

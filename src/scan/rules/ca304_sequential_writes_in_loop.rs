@@ -5,7 +5,7 @@ use super::{Ctx, finding};
 use crate::finding::Finding;
 
 pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
-    for id in cx.unit.all_fns() {
+    for id in cx.unit.all_fns().filter(|id| !cx.unit.is_dead(*id)) {
         for call in cx.unit.api_calls(id).chain(cx.unit.wrapper_calls(id)) {
             if !call.is_write() || !call.awaited_in_iteration {
                 continue;
