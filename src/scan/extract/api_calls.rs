@@ -248,9 +248,9 @@ impl<'ast> Extractor<'_, 'ast> {
             *b = (*b).max(level);
         }
         if name.starts_with("delete")
-            && let Some(d) = self.block_deletes.last_mut()
+            && let Some(arm) = self.fns.last_mut().and_then(|f| f.arms.last_mut())
         {
-            *d = true;
+            arm.deleted = true;
         }
     }
 

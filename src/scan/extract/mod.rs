@@ -103,6 +103,8 @@ struct ArmFrame {
     logs_error: bool,
     /// A state write happened at the arm's own depth.
     wrote: bool,
+    /// The arm has deleted something so far: a recreate or clean-up step follows.
+    deleted: bool,
 }
 /// The walk over one file.
 #[derive(Debug)]
@@ -132,8 +134,6 @@ pub struct Extractor<'a, 'ast> {
     deletion_path: usize,
     /// Per enclosing block: the strongest write-like call seen in it so far (see `Requeue::after_change`).
     block_writes: Vec<Written>,
-    /// Per enclosing block: has it deleted something so far (a recreate or clean-up step follows)?
-    block_deletes: Vec<bool>,
     /// Per enclosing `if`: was its branch taken because something was written or changed?
     change_branches: Vec<bool>,
     blocking_ok: usize,
@@ -185,7 +185,6 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
             error_path: 0,
             deletion_path: 0,
             block_writes: Vec::new(),
-            block_deletes: Vec::new(),
             change_branches: Vec::new(),
             blocking_ok: 0,
             retry_closure: 0,

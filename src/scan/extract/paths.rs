@@ -112,9 +112,9 @@ impl<'ast> Extractor<'_, 'ast> {
         if changes_state(f) && !moves_phase {
             self.note_state_write();
         }
-        // After a delete on a branch: waiting for it to go, recreating: a step of that change.
-        let after_delete = self.branches > 0 && self.block_deletes.last() == Some(&true);
         if let Some(f) = self.fns.last_mut() {
+            // After a delete on this branch: waiting for it to go, recreating: a step of that change.
+            let after_delete = f.arms.last().is_some_and(|a| a.deleted);
             if after_delete {
                 f.model.transition_calls.push(name.to_string());
             } else if let Some(arm) = f.arms.last_mut() {

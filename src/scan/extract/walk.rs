@@ -52,7 +52,6 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
 
     fn visit_block(&mut self, b: &'ast syn::Block) {
         self.block_writes.push(Written::Nothing);
-        self.block_deletes.push(false);
         let saved = self.guards;
         for (i, s) in b.stmts.iter().enumerate() {
             self.visit_stmt(s);
@@ -115,7 +114,6 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
         }
         self.guards = saved;
         self.block_writes.pop();
-        self.block_deletes.pop();
     }
 
     fn visit_local(&mut self, l: &'ast syn::Local) {
