@@ -152,11 +152,15 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
             let mut calls = Vec::new();
             let root = Self::chain(expr, &mut calls);
             match self.controller_root(root) {
-                Some(ControllerRoot::New { span, .. }) => self
-                    .model
-                    .controllers
-                    .iter()
-                    .position(|c| c.span == to_span(self.path, span)),
+                // `let controller = Controller::new(api, cfg);` with nothing chained yet: recorded here, so that
+                // `controller.run(..)` further down finds it.
+                Some(ControllerRoot::New { span, .. }) => {
+                    let at = to_span(self.path, span);
+                    match self.model.controllers.iter().position(|c| c.span == at) {
+                        Some(i) => Some(i),
+                        None => self.handle_chain(expr),
+                    }
+                }
                 Some(ControllerRoot::Var(i)) => Some(i),
                 None => None,
             }
