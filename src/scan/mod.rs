@@ -8,14 +8,16 @@ pub mod crd_yaml;
 pub mod deps;
 pub mod eval;
 pub mod extract;
+mod file;
 pub mod imports;
 pub mod model;
 pub mod rules;
 pub mod suppress;
+mod tree;
 pub mod unit;
 
 use crate::config::Config;
-use crate::finding::{Finding, Span, sort_findings};
+use crate::finding::{Finding, sort_findings};
 use crate::policy::Policy;
 use crate::report::Note;
 use aho_corasick::AhoCorasick;
@@ -23,6 +25,11 @@ use rayon::prelude::*;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
+
+use file::{
+    FileOutcome, MAX_NESTING, ca001, library_models, max_nesting, parse_error, process_file,
+};
+use tree::{cargo_root, display, is_kube_itself, unit_of, walk};
 
 /// What a scan is asked to do.
 #[derive(Debug, Clone)]
@@ -113,105 +120,6 @@ const UNIT_NEEDLES: &[&str] = &[
     "kube::{",
 ];
 
-/// Nesting deeper than this is reported instead of parsed (syn recurses per level).
-const MAX_NESTING: usize = 256;
-
-struct Walked {
-    rust: Vec<PathBuf>,
-    yaml: Vec<PathBuf>,
-    notes: Vec<Note>,
-    files_seen: usize,
-}
-
-fn display(p: &Path) -> String {
-    let s = p.to_string_lossy().replace('\\', "/");
-    s.strip_prefix("./").map(str::to_string).unwrap_or(s)
-}
-
-fn walk(paths: &[PathBuf]) -> Result<Walked, ScanError> {
-    let mut w = Walked {
-        rust: Vec::new(),
-        yaml: Vec::new(),
-        notes: Vec::new(),
-        files_seen: 0,
-    };
-    for p in paths {
-        if std::fs::symlink_metadata(p).is_err() {
-            return Err(ScanError::MissingPath(display(p)));
-        }
-    }
-    for root in paths {
-        let walker = ignore::WalkBuilder::new(root)
-            .follow_links(true)
-            .hidden(true)
-            .git_ignore(true)
-            .build();
-        for entry in walker {
-            match entry {
-                Ok(e) => {
-                    if !e.file_type().is_some_and(|t| t.is_file()) {
-                        continue;
-                    }
-                    w.files_seen += 1;
-                    let path = e.into_path();
-                    match path.extension().and_then(|x| x.to_str()) {
-                        Some("rs") => w.rust.push(path),
-                        Some("yaml" | "yml") => w.yaml.push(path),
-                        _ => {}
-                    }
-                }
-                Err(err) => w.notes.push(Note {
-                    subject: err_path(&err).unwrap_or_else(|| display(root)),
-                    message: format!("skipped: {}", err_text(&err)),
-                }),
-            }
-        }
-    }
-    w.rust.sort();
-    w.rust.dedup();
-    w.yaml.sort();
-    w.yaml.dedup();
-    Ok(w)
-}
-
-fn err_path(e: &ignore::Error) -> Option<String> {
-    match e {
-        ignore::Error::WithPath { path, .. } => Some(display(path)),
-        ignore::Error::WithDepth { err, .. } => err_path(err),
-        ignore::Error::Loop { child, .. } => Some(display(child)),
-        _ => None,
-    }
-}
-
-fn err_text(e: &ignore::Error) -> String {
-    match e {
-        ignore::Error::Loop { ancestor, .. } => {
-            format!("symlink loop back to {}", display(ancestor))
-        }
-        ignore::Error::WithPath { err, .. } | ignore::Error::WithDepth { err, .. } => err_text(err),
-        other => other.to_string(),
-    }
-}
-
-/// The nearest directory at or above `dir` with a Cargo.toml.
-fn cargo_root(dir: &Path, cache: &mut HashMap<PathBuf, Option<PathBuf>>) -> Option<PathBuf> {
-    if let Some(r) = cache.get(dir) {
-        return r.clone();
-    }
-    let abs = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-    let mut cur = Some(abs.as_path());
-    let mut found = None;
-    while let Some(d) = cur {
-        if d.join("Cargo.toml").is_file() {
-            found = Some(d.to_path_buf());
-            break;
-        }
-        cur = d.parent();
-    }
-    cache.insert(dir.to_path_buf(), found.clone());
-    found
-}
-
 /// CRD declarations from the crate's `src/` files that were not among the scanned paths, so that
 /// `scan src/controllers` still knows that a kind declared in `src/crd.rs` has the status
 /// subresource. Only files that mention `CustomResource` are parsed; their code is not judged.
@@ -253,205 +161,6 @@ fn crd_context(root: &Path, scanned: &[PathBuf]) -> Vec<model::FileModel> {
         proc_macro2::extra::invalidate_current_thread_spans();
     }
     out
-}
-
-/// Is this the directory of one of kube-rs's own library crates?
-fn is_kube_itself(root: &Path) -> bool {
-    const KUBE_CRATES: &[&str] = &[
-        "kube",
-        "kube-client",
-        "kube-runtime",
-        "kube-core",
-        "kube-derive",
-    ];
-    let Ok(text) = std::fs::read_to_string(root.join("Cargo.toml")) else {
-        return false;
-    };
-    let Ok(manifest) = text.parse::<toml::Table>() else {
-        return false;
-    };
-    manifest
-        .get("package")
-        .and_then(|p| p.get("name"))
-        .and_then(|n| n.as_str())
-        .is_some_and(|n| KUBE_CRATES.contains(&n))
-}
-
-/// The compilation unit a Rust file belongs to, as cargo builds it: `src/**` (and the crate root
-/// directory) form the crate; each entry of `examples/` and `benches/` is a crate of its own; any
-/// other file (fixtures, snippets) stands alone. Integration tests (`tests/`) are test code, like
-/// `#[cfg(test)]`, and are not judged: `None`.
-fn unit_of(file: &Path, cache: &mut HashMap<PathBuf, Option<PathBuf>>) -> Option<PathBuf> {
-    let dir = file.parent().unwrap_or(Path::new("."));
-    let abs_file = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
-    let Some(root) = cargo_root(dir, cache) else {
-        return Some(abs_file);
-    };
-    let Ok(rel) = abs_file.strip_prefix(&root) else {
-        return Some(abs_file);
-    };
-    let parts: Vec<_> = rel.components().collect();
-    let unit = match parts
-        .first()
-        .map(|c| c.as_os_str().to_string_lossy().into_owned())
-        .as_deref()
-    {
-        Some("tests") if parts.len() >= 2 => return None,
-        Some("src" | "build.rs") => root,
-        Some(_) if parts.len() == 1 => root,
-        Some(d @ ("examples" | "benches")) if parts.len() >= 2 => {
-            root.join(d).join(parts[1].as_os_str())
-        }
-        _ => abs_file,
-    };
-    Some(unit)
-}
-
-/// How a single file ended up.
-enum FileOutcome {
-    Model(Box<model::FileModel>, Vec<suppress::Suppression>),
-    Finding(Finding),
-    Note(Note),
-    Skipped,
-}
-
-fn whole_file_span(file: &str, line: usize, column: usize) -> Span {
-    Span {
-        file: file.to_string(),
-        line,
-        column,
-        end_line: line,
-        end_column: column,
-    }
-}
-
-fn ca001(file: &str, line: usize, column: usize, message: String) -> Finding {
-    rules::finding(
-        "CA001",
-        whole_file_span(file, line, column),
-        message,
-        "fix the file or exclude it (.gitignore / an ignore file); the rest of the tree was scanned",
-    )
-}
-
-/// CA001 for a syn error, naming an unresolved merge conflict when that is the cause.
-fn parse_error(name: &str, text: &str, e: &syn::Error) -> Finding {
-    let conflict = text
-        .lines()
-        .position(|l| l.starts_with("<<<<<<< ") || l == "<<<<<<<");
-    if let Some(i) = conflict {
-        return ca001(
-            name,
-            i + 1,
-            1,
-            "unresolved merge conflict marker `<<<<<<<`: the file cannot be parsed".into(),
-        );
-    }
-    let s = e.span().start();
-    ca001(
-        name,
-        s.line.max(1),
-        s.column + 1,
-        format!("syn cannot parse this file: {e}"),
-    )
-}
-
-/// Deepest bracket nesting, ignoring string and char literals and comments only roughly:
-/// enough to keep syn's recursion in bounds.
-fn max_nesting(text: &str) -> usize {
-    let mut depth: usize = 0;
-    let mut max = 0;
-    for b in text.bytes() {
-        match b {
-            b'(' | b'[' | b'{' => {
-                depth += 1;
-                max = max.max(depth);
-            }
-            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    max
-}
-
-/// Reads, checks, parses and models one file. Never panics on bad input.
-fn process_file(path: &Path, config: &Config, needles: &AhoCorasick) -> FileOutcome {
-    let name = display(path);
-    let meta = match std::fs::metadata(path) {
-        Ok(m) => m,
-        Err(e) => {
-            return FileOutcome::Finding(ca001(&name, 1, 1, format!("cannot read file: {e}")));
-        }
-    };
-    if meta.len() == 0 {
-        return FileOutcome::Note(Note {
-            subject: name,
-            message: "skipped: empty file".into(),
-        });
-    }
-    if meta.len() > config.thresholds.max_file_bytes {
-        return FileOutcome::Finding(ca001(
-            &name,
-            1,
-            1,
-            format!(
-                "file is {} bytes, over the {}-byte limit (thresholds.max_file_bytes): not scanned",
-                meta.len(),
-                config.thresholds.max_file_bytes
-            ),
-        ));
-    }
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
-        Err(e) => {
-            return FileOutcome::Finding(ca001(&name, 1, 1, format!("cannot read file: {e}")));
-        }
-    };
-    if !needles.is_match(&bytes) {
-        return FileOutcome::Skipped;
-    }
-    if bytes.iter().take(8192).any(|b| *b == 0) {
-        return FileOutcome::Note(Note {
-            subject: name,
-            message: "skipped: binary file".into(),
-        });
-    }
-    let text = match String::from_utf8(bytes) {
-        Ok(t) => t,
-        Err(e) => {
-            let at = e.utf8_error().valid_up_to();
-            let valid = &e.as_bytes()[..at];
-            let line = valid.iter().filter(|b| **b == b'\n').count() + 1;
-            return FileOutcome::Finding(ca001(
-                &name,
-                line,
-                1,
-                format!("file is not valid UTF-8 (byte {at}): not scanned"),
-            ));
-        }
-    };
-    let depth = max_nesting(&text);
-    if depth > MAX_NESTING {
-        return FileOutcome::Finding(ca001(
-            &name,
-            1,
-            1,
-            format!("brackets nest {depth} deep, over the limit of {MAX_NESTING}: not parsed"),
-        ));
-    }
-    let parsed = syn::parse_file(&text);
-    let outcome = match parsed {
-        Err(e) => FileOutcome::Finding(parse_error(&name, &text, &e)),
-        Ok(file) => {
-            let imports = imports::Imports::from_file(&file);
-            let mut m = extract::Extractor::new(&name, &imports, &config.aliases).run(&file);
-            extract::mark_namespaced_builders(&mut m, &file, &name);
-            FileOutcome::Model(Box::new(m), suppress::parse(&text))
-        }
-    };
-    // Spans were turned into line/column numbers: free this thread's copy of the source text.
-    proc_macro2::extra::invalidate_current_thread_spans();
-    outcome
 }
 
 /// Runs a scan.
@@ -620,27 +329,6 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
     result.stats.lines = lines.into_inner();
     result.stats.seconds = started.elapsed().as_secs_f64();
     Ok(result)
-}
-
-/// The file models of a dependency's `src/`, marked as library code. Files that do not parse are skipped: a
-/// dependency's problems are not this scan's.
-fn library_models(root: &Path, config: &Config, needles: &AhoCorasick) -> Vec<model::FileModel> {
-    let files: Vec<PathBuf> = ignore::WalkBuilder::new(root.join("src"))
-        .build()
-        .flatten()
-        .map(|e| e.into_path())
-        .filter(|p| p.extension().is_some_and(|e| e == "rs"))
-        .collect();
-    files
-        .par_iter()
-        .filter_map(|p| match process_file(p, config, needles) {
-            FileOutcome::Model(m, _) => Some(model::FileModel {
-                library: true,
-                ..*m
-            }),
-            _ => None,
-        })
-        .collect()
 }
 
 fn bytecount_lines(b: &[u8]) -> usize {
