@@ -7,8 +7,15 @@
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
-/// A crate that depends on kube is worth reading; one that does not cannot call the API server.
-const KUBE_CRATES: &[&str] = &["kube", "kube-runtime", "kube-client", "kube-core"];
+/// kube-rs's own crates. A crate that depends on one is worth reading; one that does not cannot call the API
+/// server; and their own internals are not a controller's choices.
+pub(super) const KUBE_CRATES: &[&str] = &[
+    "kube",
+    "kube-runtime",
+    "kube-client",
+    "kube-core",
+    "kube-derive",
+];
 
 /// At most this many dependencies per crate are read: a workspace that re-exports dozens of kube-using crates
 /// would otherwise turn one scan into a scan of all of them.
@@ -32,7 +39,7 @@ pub fn library_roots(root: &Path) -> Vec<PathBuf> {
     for (dep, spec) in dependency_tables(&manifest) {
         if let Some(p) = spec.get("path").and_then(|p| p.as_str()) {
             let dir = root.join(p);
-            if uses_kube(&dir) && !KUBE_CRATES.contains(&dep.as_str()) {
+            if manifest_uses_kube(&dir) == Some(true) && !KUBE_CRATES.contains(&dep.as_str()) {
                 out.insert(dir);
             }
         }
@@ -78,10 +85,9 @@ pub fn manifest_uses_kube(unit: &Path) -> Option<bool> {
     let names_kube = |t: &toml::Table| {
         t.iter().any(|(k, v)| {
             KUBE_CRATES.contains(&k.as_str())
-                || k == "kube-derive"
                 || v.get("package")
                     .and_then(|p| p.as_str())
-                    .is_some_and(|p| KUBE_CRATES.contains(&p) || p == "kube-derive")
+                    .is_some_and(|p| KUBE_CRATES.contains(&p))
         })
     };
     const TABLES: [&str; 3] = ["dependencies", "dev-dependencies", "build-dependencies"];
@@ -118,14 +124,6 @@ fn dependency_tables(manifest: &toml::Table) -> Vec<(String, toml::Table)> {
         .flat_map(|t| t.iter())
         .filter_map(|(k, v)| Some((k.clone(), v.as_table()?.clone())))
         .collect()
-}
-
-fn uses_kube(dir: &Path) -> bool {
-    read_toml(&dir.join("Cargo.toml")).is_some_and(|m| {
-        m.get("dependencies")
-            .and_then(|d| d.as_table())
-            .is_some_and(|t| KUBE_CRATES.iter().any(|k| t.contains_key(*k)))
-    })
 }
 
 /// The Cargo.lock of the crate, or of the workspace it belongs to (the nearest ancestor that has one), with

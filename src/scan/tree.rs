@@ -107,13 +107,6 @@ pub(super) fn cargo_root(
 
 /// Is this the directory of one of kube-rs's own library crates?
 pub(super) fn is_kube_itself(root: &Path) -> bool {
-    const KUBE_CRATES: &[&str] = &[
-        "kube",
-        "kube-client",
-        "kube-runtime",
-        "kube-core",
-        "kube-derive",
-    ];
     let Ok(text) = std::fs::read_to_string(root.join("Cargo.toml")) else {
         return false;
     };
@@ -124,7 +117,7 @@ pub(super) fn is_kube_itself(root: &Path) -> bool {
         .get("package")
         .and_then(|p| p.get("name"))
         .and_then(|n| n.as_str())
-        .is_some_and(|n| KUBE_CRATES.contains(&n))
+        .is_some_and(|n| super::deps::KUBE_CRATES.contains(&n))
 }
 
 /// The compilation unit a Rust file belongs to, as cargo builds it: `src/**` (and the crate root

@@ -40,22 +40,22 @@ impl Unit<'_> {
 
     /// How many call sites in the crate name `target`.
     fn call_count(&self, target: FnId) -> usize {
-        self.callers(target)
+        self.all_fns().map(|c| self.calls_from(c, target)).sum()
+    }
+
+    /// How many of `caller`'s calls (by name, as reachability follows them) may land on `target`.
+    fn calls_from(&self, caller: FnId, target: FnId) -> usize {
+        let f = self.func(caller);
+        f.calls
             .iter()
-            .map(|c| {
-                let f = self.func(*c);
-                f.calls
-                    .iter()
-                    .chain(&f.self_calls)
-                    .chain(&f.error_calls)
-                    .filter(|n| self.resolve(n, c.0).contains(&target))
-                    .count()
-                    + f.method_calls
-                        .iter()
-                        .filter(|n| self.resolve_method(n).contains(&target))
-                        .count()
-            })
-            .sum()
+            .chain(&f.self_calls)
+            .chain(&f.error_calls)
+            .filter(|n| self.resolve(n, caller.0).contains(&target))
+            .count()
+            + f.method_calls
+                .iter()
+                .filter(|n| self.resolve_method(n).contains(&target))
+                .count()
     }
 
     pub(super) fn dispatched_away(&self) -> HashMap<FnId, HashSet<String>> {
@@ -88,17 +88,7 @@ impl Unit<'_> {
     /// the rare finding that depends on its callers.
     pub fn callers(&self, id: FnId) -> Vec<FnId> {
         self.all_fns()
-            .filter(|c| {
-                let f = self.func(*c);
-                f.calls
-                    .iter()
-                    .chain(&f.self_calls)
-                    .chain(&f.error_calls)
-                    .any(|n| self.resolve(n, c.0).contains(&id))
-                    || f.method_calls
-                        .iter()
-                        .any(|n| self.resolve_method(n).contains(&id))
-            })
+            .filter(|c| self.calls_from(*c, id) > 0)
             .collect()
     }
 }
