@@ -275,7 +275,7 @@ pub const READ_METHODS: &[&str] = &[
 ];
 
 /// `Action::requeue(d)` or `ReconcilerAction { requeue_after: Some(d) }`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Requeue {
     pub span: Span,
     /// Seconds when the duration is a constant; `None` when computed or jittered.

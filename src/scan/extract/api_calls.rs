@@ -179,11 +179,7 @@ impl<'ast> Extractor<'_, 'ast> {
                                 format!("{}.{}", compact(&m.receiver), method),
                             )
                         };
-                        let (is_read, changes_state) = (call.is_read(), call.changes_state());
-                        if let Some(f) = self.fns.last_mut() {
-                            f.model.api_calls.push(call);
-                        }
-                        self.note_api_call(is_read, changes_state);
+                        self.push_api_call(call);
                     }
                     return;
                 }
@@ -229,11 +225,7 @@ impl<'ast> Extractor<'_, 'ast> {
                 f.model.param_writes.push((index, call.clone()));
             }
         }
-        let (is_read, changes_state) = (call.is_read(), call.changes_state());
-        if let Some(f) = self.fns.last_mut() {
-            f.model.api_calls.push(call);
-        }
-        self.note_api_call(is_read, changes_state);
+        self.push_api_call(call);
     }
 
     /// A write-like call in the innermost block: what follows in it comes after a change.
@@ -377,10 +369,6 @@ impl<'ast> Extractor<'_, 'ast> {
             key(c.func.span()),
             compact(&c.func),
         );
-        let (is_read, changes_state) = (call.is_read(), call.changes_state());
-        if let Some(f) = self.fns.last_mut() {
-            f.model.api_calls.push(call);
-        }
-        self.note_api_call(is_read, changes_state);
+        self.push_api_call(call);
     }
 }

@@ -14,6 +14,7 @@ impl<'ast> Extractor<'_, 'ast> {
 
     /// Visits an `if`/`match` arm with its own [`ArmFrame`]; what no write followed in it is handed to the arm
     /// around it.
+    ///
     /// An arm that `fails` (ends in `return Err(..)`) is a failure's path: what it read and called is not judged as
     /// every pass. In a function returning `Result<_, Action>`, `Err` is also how it says "come back later", so
     /// there the arm must log an error too.
@@ -72,12 +73,15 @@ impl<'ast> Extractor<'_, 'ast> {
         }
     }
 
-    /// Notes the read just pushed to the current function's `api_calls`, or a state write.
-    pub(super) fn note_api_call(&mut self, is_read: bool, changes_state: bool) {
+    /// Adds an API call to the current function, noting a read for the arm and guard it is under, or a state
+    /// write.
+    pub(super) fn push_api_call(&mut self, call: ApiCall) {
+        let (is_read, changes_state) = (call.is_read(), call.changes_state());
         let Some(f) = self.fns.last_mut() else {
             return;
         };
-        let index = f.model.api_calls.len().saturating_sub(1);
+        f.model.api_calls.push(call);
+        let index = f.model.api_calls.len() - 1;
         if let Some(arm) = f.arms.last_mut()
             && is_read
         {
@@ -95,9 +99,6 @@ impl<'ast> Extractor<'_, 'ast> {
 
     /// Notes a call of a crate function (for [`FnModel::transition_calls`]), which may itself change state.
     pub(super) fn note_call(&mut self, name: &str) {
-        // A call that moves the object to another phase (`transition_to_releasing`, `set_phase`) is the step
-        // itself: what it reads runs once. One that writes a status (`patch_status_with_condition`) may run on
-        // every pass: what it reads runs whenever the arm does.
         if let Some(vs) = self.variants.last().cloned()
             && let Some(f) = self.fns.last_mut()
         {
@@ -107,6 +108,9 @@ impl<'ast> Extractor<'_, 'ast> {
         if in_loop && let Some(f) = self.fns.last_mut() {
             f.model.loop_calls.push(name.to_string());
         }
+        // A call that moves the object to another phase (`transition_to_releasing`, `set_phase`) is the step
+        // itself: what it reads runs once. One that writes a status (`patch_status_with_condition`) may run on
+        // every pass: what it reads runs whenever the arm does.
         let f = name.rsplit("::").next().unwrap_or(name);
         let moves_phase = f.starts_with("transition") || f.contains("phase");
         if changes_state(f) && !moves_phase {
@@ -204,10 +208,18 @@ impl<'ast> Extractor<'_, 'ast> {
         }
     }
 
-    /// How many reads the current function has made so far.
-    pub(super) fn read_count(&self) -> usize {
-        self.fns.last().map_or(0, |f| {
-            f.model.api_calls.iter().filter(|c| c.is_read()).count()
+    /// How many API calls the current function has made so far (see [`Self::read_since`]).
+    pub(super) fn api_call_count(&self) -> usize {
+        self.fns.last().map_or(0, |f| f.model.api_calls.len())
+    }
+
+    /// Has the current function made a read since it had made `count` API calls?
+    pub(super) fn read_since(&self, count: usize) -> bool {
+        self.fns.last().is_some_and(|f| {
+            f.model
+                .api_calls
+                .get(count..)
+                .is_some_and(|new| new.iter().any(ApiCall::is_read))
         })
     }
 
@@ -280,15 +292,8 @@ impl<'ast> Extractor<'_, 'ast> {
                         span: self.span(c.span()),
                         secs,
                         unresolved,
-                        conditional: false,
-                        on_error: false,
-                        in_err_value: false,
-                        after_change: false,
-                        after_write: false,
-                        via: None,
-                        variants: Vec::new(),
-                        via_args: Vec::new(),
                         text: compact(c),
+                        ..Default::default()
                     });
                 }
                 if (t == "Ok" || t.ends_with("::Ok")) && c.args.len() == 1 {
@@ -298,17 +303,10 @@ impl<'ast> Extractor<'_, 'ast> {
                 let via = self.call_name(&p.path)?;
                 Some(Requeue {
                     span: self.span(c.span()),
-                    secs: None,
-                    unresolved: None,
-                    conditional: false,
-                    on_error: false,
-                    in_err_value: false,
-                    after_change: false,
-                    after_write: false,
                     via: Some(via),
-                    variants: Vec::new(),
                     via_args: c.args.iter().map(compact).collect(),
                     text: compact(c),
+                    ..Default::default()
                 })
             }
             Expr::Struct(s) if compact(&s.path).ends_with("ReconcilerAction") => {
@@ -325,15 +323,8 @@ impl<'ast> Extractor<'_, 'ast> {
                     span: self.span(f.span()),
                     secs,
                     unresolved,
-                    conditional: false,
-                    on_error: false,
-                    in_err_value: false,
-                    after_change: false,
-                    after_write: false,
-                    via: None,
-                    variants: Vec::new(),
-                    via_args: Vec::new(),
                     text: compact(f),
+                    ..Default::default()
                 })
             }
             _ => None,

@@ -458,9 +458,9 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
 
     fn visit_expr_if(&mut self, i: &'ast syn::ExprIf) {
         let top_level = self.branches == 0 && self.current_scope().is_none();
-        let reads_before = self.read_count();
+        let calls_before = self.api_call_count();
         self.visit_expr(&i.cond);
-        let checks_by_reading = self.read_count() > reads_before;
+        let checks_by_reading = self.read_since(calls_before);
         let guard = is_change_guard(&compact(&i.cond));
         if guard {
             self.guards += 1;
