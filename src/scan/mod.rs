@@ -109,6 +109,16 @@ const NEEDLES: &[&str] = &[
     "KeyValue",
     "requeue",
     "blocking",
+    // A helper that stamps a status value (`fn condition(..)` with `Utc::now()`) may live in a file that
+    // names nothing of kube: see `extract::flow::VOLATILE`.
+    "Utc::now",
+    "Local::now",
+    "Timestamp::now",
+    "Zoned::now",
+    "SystemTime::now",
+    "now_utc",
+    "new_v4",
+    "now_v7",
 ];
 /// A crate none of whose files use kube has no kube-rs controller in it (k8s-openapi alone is
 /// types, not a client).

@@ -147,6 +147,11 @@ pub struct FnModel {
     pub param_writes: Vec<(usize, ApiCall)>,
     /// Volatile values handed to a call as an argument: where a helper's `param_writes` may carry them.
     pub volatile_args: Vec<VolatileArg>,
+    /// Parameters handed on, unguarded, to another call: where the callee's `param_writes` make them written here.
+    pub param_passes: Vec<ParamPass>,
+    /// Every call returns a value built from a volatile source (`fn condition(..) -> Condition` stamping
+    /// `Utc::now()`), whatever the branch.
+    pub returns_volatile: Option<VolatileReturn>,
     /// The function handles 409 Conflict somewhere (`code == 409`, `is_conflict()`, `"Conflict"`).
     pub handles_conflict: bool,
     /// The function clears `resource_version` (an unconditional update, no 409 possible).
@@ -318,6 +323,32 @@ pub struct VolatileWrite {
     pub write: ApiCall,
     /// The annotation or field key it is written under, when visible.
     pub key: Option<String>,
+    /// The value is what a call of this function returned, which the file cannot see into: volatile only if the
+    /// crate join finds that the function returns a volatile value (see `FnModel::returns_volatile`).
+    pub via: Option<String>,
+}
+
+/// What a function that returns a volatile value stamps into it.
+#[derive(Debug, Clone)]
+pub struct VolatileReturn {
+    /// Where the volatile source is called.
+    pub span: Span,
+    /// The producing expression: `Utc::now()`.
+    pub source: String,
+    /// Takes no parameters: the function is a clock (`fn now_rfc3339() -> String`), so what a caller writes is its
+    /// own fresh value, not the function's.
+    pub clock: bool,
+}
+
+/// A parameter handed on to a call: `merge_status(api, name, &status)` where `status` is parameter 2.
+#[derive(Debug, Clone)]
+pub struct ParamPass {
+    /// The parameter's position (`self` not counted).
+    pub param: usize,
+    /// The called function or method's name.
+    pub callee: String,
+    /// The argument's position (the receiver of a method call not counted).
+    pub index: usize,
 }
 
 /// A volatile value passed as an argument: `update_status(&api, &name, status)` where `status` holds `Utc::now()`.
@@ -332,6 +363,8 @@ pub struct VolatileArg {
     /// The producing expression: `Utc::now()`.
     pub source: String,
     pub key: Option<String>,
+    /// As `VolatileWrite::via`.
+    pub via: Option<String>,
 }
 
 /// A `Controller` built in a function, with what its builder chain says.

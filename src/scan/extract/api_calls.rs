@@ -209,20 +209,27 @@ impl<'ast> Extractor<'_, 'ast> {
         );
         if is_body_write && self.guards == 0 {
             let body: Vec<&Expr> = args.iter().skip(1).copied().collect();
-            if let Some((span, source, key)) = self.find_volatile(&body)
-                && let Some(f) = self.fns.last_mut()
-            {
-                f.model.volatile_writes.push(VolatileWrite {
-                    span,
-                    source,
-                    write: call.clone(),
-                    key,
-                });
-            } else if let Some(index) =
+            let found = self.find_volatile(&body);
+            // Only a value the file sees to be volatile settles it; a helper's result may be plain.
+            let settled = found.first().is_some_and(|v| v.via.is_none());
+            let param = if settled {
+                None
+            } else {
                 self.param_in(body.last().map(std::slice::from_ref).unwrap_or(&[]))
-                && let Some(f) = self.fns.last_mut()
-            {
-                f.model.param_writes.push((index, call.clone()));
+            };
+            if let Some(f) = self.fns.last_mut() {
+                f.model
+                    .volatile_writes
+                    .extend(found.into_iter().map(|v| VolatileWrite {
+                        span: v.span,
+                        source: v.source,
+                        write: call.clone(),
+                        key: v.key,
+                        via: v.via,
+                    }));
+                if let Some(index) = param {
+                    f.model.param_writes.push((index, call.clone()));
+                }
             }
         }
         self.push_api_call(call);

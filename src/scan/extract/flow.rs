@@ -16,6 +16,45 @@ pub(super) const VOLATILE: &[(&str, &str)] = &[
     ("rand", "random"),
     ("rand", "thread_rng"),
 ];
+/// Methods whose arguments give a value only when there is none: what they stamp is not stamped on every call.
+const FALLBACKS: &[&str] = &[
+    "unwrap_or",
+    "unwrap_or_else",
+    "or",
+    "or_else",
+    "map_or",
+    "map_or_else",
+    "get_or_insert_with",
+    "or_insert_with",
+];
+/// An `if` condition that guards a write: compares old with new or checks presence, and is not a plain count
+/// against a number (`if pool.spec.desired > 0`) or an emptiness test, which say which path runs, not whether
+/// anything changed.
+pub(super) fn is_write_guard(cond: &Expr) -> bool {
+    let number = |e: &Expr| matches!(e, Expr::Lit(l) if matches!(l.lit, syn::Lit::Int(_) | syn::Lit::Float(_)));
+    // `if !preconditions.is_empty()`: whether there is anything to do, not whether it changed.
+    let inner = match cond {
+        Expr::Unary(u) if matches!(u.op, syn::UnOp::Not(_)) => &*u.expr,
+        other => other,
+    };
+    if matches!(inner, Expr::MethodCall(m) if m.method == "is_empty") {
+        return false;
+    }
+    if let Expr::Binary(b) = cond
+        && matches!(
+            b.op,
+            syn::BinOp::Gt(_) | syn::BinOp::Lt(_) | syn::BinOp::Ge(_) | syn::BinOp::Le(_)
+        )
+        && (number(&b.left) || number(&b.right))
+    {
+        return false;
+    }
+    is_change_guard(&compact(cond))
+}
+/// A method that takes a value only for when there is none: `unwrap_or_else`, `phase_since_or`.
+pub(super) fn is_fallback(method: &str) -> bool {
+    FALLBACKS.contains(&method) || method.ends_with("_or") || method.ends_with("_or_else")
+}
 /// A condition that compares old with new, or checks presence: the shape of a write guard.
 pub(super) fn is_change_guard(cond: &str) -> bool {
     [
@@ -58,12 +97,36 @@ pub(super) fn param_in_tokens(ts: TokenStream, vars: &HashMap<String, Var>) -> O
     }
     None
 }
-/// Finds a volatile call in a token stream: its span, text and the JSON key it sits under.
+/// At most this many calls of functions the file cannot see into are kept per value (see [`Vol::via`]).
+pub(super) const MAX_CANDIDATES: usize = 4;
+/// A call of a function the file cannot see into, met in a value: here, or earlier in a variable it reads.
+pub(super) enum Cand {
+    Call(proc_macro2::Span, String, Option<String>),
+    Held(Vol),
+}
+/// Functions every type has: a call `x.default()` or `T::new()` says nothing about which one runs.
+const EVERY_TYPE: &[&str] = &[
+    "default",
+    "new",
+    "from",
+    "into",
+    "clone",
+    "fmt",
+    "with_capacity",
+];
+/// Keywords that a parenthesis may follow without being a call.
+const NOT_CALLS: &[&str] = &[
+    "match", "if", "while", "return", "in", "move", "for", "let", "as", "mut",
+];
+/// Finds a volatile call in a token stream: its span, text and the JSON key it sits under. Calls of functions this
+/// file does not define (`crd::now_rfc3339()`, `Status::transition_now(..)`) go to `cands`, for the crate join
+/// to judge.
 pub(super) fn volatile_in_tokens(
     ts: TokenStream,
     vars: &HashMap<String, Var>,
     vfns: &HashMap<String, (Span, String)>,
     key: &mut Option<String>,
+    cands: &mut Vec<Cand>,
 ) -> Option<(proc_macro2::Span, String, Option<String>, Option<Span>)> {
     let toks: Vec<TokenTree> = ts.into_iter().collect();
     let mut last_str: Option<String> = None;
@@ -76,8 +139,17 @@ pub(super) fn volatile_in_tokens(
                 }
             }
             TokenTree::Group(g) => {
+                // `.observed_since_or(Utc::now())`, `.unwrap_or_else(|| Utc::now())`: a fallback for a value
+                // that is kept when there is one.
+                if i >= 2
+                    && toks[i - 2].to_string() == "."
+                    && let TokenTree::Ident(m) = &toks[i - 1]
+                    && is_fallback(&m.to_string())
+                {
+                    continue;
+                }
                 let mut k = last_str.clone().or_else(|| key.clone());
-                if let Some(hit) = volatile_in_tokens(g.stream(), vars, vfns, &mut k) {
+                if let Some(hit) = volatile_in_tokens(g.stream(), vars, vfns, &mut k, cands) {
                     return Some(hit);
                 }
             }
@@ -103,11 +175,11 @@ pub(super) fn volatile_in_tokens(
                         ));
                     }
                 }
+                let after_dot = i > 0 && toks[i - 1].to_string() == ".";
+                let called = matches!(toks.get(i + 1), Some(TokenTree::Group(g))
+                    if g.delimiter() == proc_macro2::Delimiter::Parenthesis);
                 // A call of this file's function that returns a volatile value: `build_status(&obj)`.
-                if let (Some((span, src)), Some(TokenTree::Group(g))) =
-                    (vfns.get(&name), toks.get(i + 1))
-                    && g.delimiter() == proc_macro2::Delimiter::Parenthesis
-                {
+                if called && let Some((span, src)) = vfns.get(&name) {
                     return Some((
                         id.span(),
                         format!("{src} (in {name})"),
@@ -115,19 +187,57 @@ pub(super) fn volatile_in_tokens(
                         Some(span.clone()),
                     ));
                 }
-                let after_dot = i > 0 && toks[i - 1].to_string() == ".";
-                if !after_dot
-                    && let Some(v) = vars.get(&name)
-                    && let Some((span, src, k)) = &v.volatile
+                // A function of another file or crate, by its last qualifier: `Status::transition_now`. Tuple
+                // structs and variants (`Some(..)`, `Patch::Merge(..)`) start upper-case; methods follow a dot.
+                if called
+                    && !after_dot
+                    && cands.len() < MAX_CANDIDATES
+                    && name.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
+                    && !NOT_CALLS.contains(&name.as_str())
+                    && !EVERY_TYPE.contains(&name.as_str())
                 {
-                    return Some((
+                    let qualifier = match (i.checked_sub(3).map(|q| &toks[q]), i.checked_sub(1)) {
+                        (Some(TokenTree::Ident(q)), Some(c)) if toks[c].to_string() == ":" => {
+                            Some(q.to_string())
+                        }
+                        _ => None,
+                    };
+                    let callee = match qualifier {
+                        Some(q) if q != "crate" && q != "self" => format!("{q}::{name}"),
+                        _ => name.clone(),
+                    };
+                    cands.push(Cand::Call(
                         id.span(),
-                        src.clone(),
-                        k.clone()
-                            .or_else(|| last_str.clone())
-                            .or_else(|| key.clone()),
-                        Some(span.clone()),
+                        callee,
+                        last_str.clone().or_else(|| key.clone()),
                     ));
+                }
+                if !after_dot && let Some(v) = vars.get(&name) {
+                    match v.volatile.first() {
+                        Some(vol) if vol.via.is_none() => {
+                            return Some((
+                                id.span(),
+                                vol.source.clone(),
+                                vol.key
+                                    .clone()
+                                    .or_else(|| last_str.clone())
+                                    .or_else(|| key.clone()),
+                                Some(vol.span.clone()),
+                            ));
+                        }
+                        _ => {
+                            for vol in &v.volatile {
+                                if cands.len() < MAX_CANDIDATES {
+                                    let mut vol = vol.clone();
+                                    vol.key = vol
+                                        .key
+                                        .or_else(|| last_str.clone())
+                                        .or_else(|| key.clone());
+                                    cands.push(Cand::Held(vol));
+                                }
+                            }
+                        }
+                    }
                 }
             }
             TokenTree::Punct(_) => {}
@@ -192,11 +302,7 @@ impl PrePass<'_, '_, '_> {
     /// Records `name` when its body calls a volatile source and it returns something that can carry the value
     /// (not `()`, `bool`, an `Action` or a duration).
     fn volatile_fn(&mut self, name: String, sig: &syn::Signature, block: &syn::Block) {
-        // Trait methods every type has: a call `x.default()` or `T::new()` says nothing about which one runs.
-        if matches!(
-            name.as_str(),
-            "default" | "new" | "from" | "into" | "clone" | "fmt"
-        ) {
+        if EVERY_TYPE.contains(&name.as_str()) {
             return;
         }
         let ret = match &sig.output {
@@ -295,7 +401,18 @@ impl<'ast> Visit<'ast> for UnconditionalVolatile<'_> {
     }
 
     fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
-        self.known_call(&m.method.to_string());
+        let method = m.method.to_string();
+        self.known_call(&method);
+        // `.unwrap_or_else(|| Time(Timestamp::now()))`: the stamp is the fallback when no earlier one is kept.
+        if is_fallback(&method) {
+            self.visit_expr(&m.receiver);
+            self.branches += 1;
+            for a in &m.args {
+                self.visit_expr(a);
+            }
+            self.branches -= 1;
+            return;
+        }
         visit::visit_expr_method_call(self, m);
     }
 
@@ -486,18 +603,43 @@ impl<'ast> Extractor<'_, 'ast> {
             .find_map(|n| param_in_tokens(n.to_token_stream(), vars))
     }
 
-    pub(super) fn find_volatile(&self, nodes: &[&Expr]) -> Option<(Span, String, Option<String>)> {
-        let vars = &self.fns.last()?.vars;
+    /// The volatile value one of `nodes` carries: the first one the file can see, else up to
+    /// [`MAX_CANDIDATES`] calls of functions it cannot see into (each with `via` set).
+    pub(super) fn find_volatile(&self, nodes: &[&Expr]) -> Vec<Vol> {
+        let Some(f) = self.fns.last() else {
+            return Vec::new();
+        };
+        let mut cands = Vec::new();
         for n in nodes {
             let mut key = None;
-            if let Some((sp, src, k, origin)) =
-                volatile_in_tokens(n.to_token_stream(), vars, &self.volatile_fns, &mut key)
-            {
+            if let Some((sp, src, k, origin)) = volatile_in_tokens(
+                n.to_token_stream(),
+                &f.vars,
+                &self.volatile_fns,
+                &mut key,
+                &mut cands,
+            ) {
                 let span = origin.unwrap_or_else(|| self.span(sp));
-                return Some((span, src, k));
+                return vec![Vol {
+                    span,
+                    source: src,
+                    key: k,
+                    via: None,
+                }];
             }
         }
-        None
+        cands
+            .into_iter()
+            .map(|c| match c {
+                Cand::Call(sp, callee, key) => Vol {
+                    span: self.span(sp),
+                    source: callee.clone(),
+                    key,
+                    via: Some(callee),
+                },
+                Cand::Held(v) => v,
+            })
+            .collect()
     }
 
     /// Volatile values among a call's arguments, for the crate join to follow into the callee's writes. Not for
@@ -515,24 +657,34 @@ impl<'ast> Extractor<'_, 'ast> {
             return;
         }
         let branches = self.branches;
-        let found: Vec<VolatileArg> = args
-            .enumerate()
-            .filter_map(|(index, a)| {
-                let (span, source, key) = self.find_volatile(&[a])?;
-                if branches > 0 && !source.contains(" (in ") {
-                    return None;
-                }
-                Some(VolatileArg {
+        let mut found: Vec<VolatileArg> = Vec::new();
+        let mut passes: Vec<ParamPass> = Vec::new();
+        let takes_params = self.fns.last().is_some_and(|f| !f.params.is_empty());
+        for (index, a) in args.enumerate() {
+            if takes_params && let Some(param) = self.param_in(&[a]) {
+                passes.push(ParamPass {
+                    param,
                     callee: callee.clone(),
                     index,
-                    span,
-                    source,
-                    key,
-                })
-            })
-            .collect();
+                });
+            }
+            for v in self.find_volatile(&[a]) {
+                if branches > 0 && v.via.is_none() && !v.source.contains(" (in ") {
+                    continue;
+                }
+                found.push(VolatileArg {
+                    callee: callee.clone(),
+                    index,
+                    span: v.span,
+                    source: v.source,
+                    key: v.key,
+                    via: v.via,
+                });
+            }
+        }
         if let Some(f) = self.fns.last_mut() {
             f.model.volatile_args.extend(found);
+            f.model.param_passes.extend(passes);
         }
     }
 }

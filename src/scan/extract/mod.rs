@@ -58,14 +58,45 @@ struct Var {
     is_api: bool,
     kind: Option<String>,
     init: Option<Expr>,
-    /// Holds a volatile value: where it came from, its text, and the key it was stored under.
-    volatile: Option<(Span, String, Option<String>)>,
+    /// Holds a volatile value (one the file can see), or may (what calls of other files' functions returned).
+    volatile: Vec<Vol>,
     /// Derived from the function's parameter at this position (`self` not counted).
     from_param: Option<usize>,
     /// An object whose `status` was set.
     status_set: bool,
     /// Holds a Controller under construction (index into the file's controllers).
     controller: Option<usize>,
+}
+/// A volatile value as the walk sees it.
+#[derive(Debug, Clone)]
+struct Vol {
+    /// Where it is produced: the call here, or the stamp inside this file's helper.
+    span: Span,
+    /// The producing expression, or the called function when `via` is set.
+    source: String,
+    /// The annotation or field key it is stored under.
+    key: Option<String>,
+    /// A call of a function this file does not define: volatile only if the crate join finds it returns a
+    /// volatile value.
+    via: Option<String>,
+}
+impl Var {
+    /// Takes what a value assigned or added to it carries: a volatile value the file can see replaces mere
+    /// candidates and is never replaced by them; candidates add up (`s.a = f(); s.b = g();`).
+    fn hold(&mut self, found: Vec<Vol>) {
+        let definite = |v: &[Vol]| v.first().is_some_and(|x| x.via.is_none());
+        if definite(&found) || self.volatile.is_empty() {
+            self.volatile = found;
+        } else if !definite(&self.volatile) {
+            for v in found {
+                if self.volatile.len() < MAX_CANDIDATES
+                    && !self.volatile.iter().any(|h| h.via == v.via)
+                {
+                    self.volatile.push(v);
+                }
+            }
+        }
+    }
 }
 #[derive(Debug, Default)]
 struct FnCtx {
@@ -243,6 +274,14 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
     ) {
         let mut ctx = FnCtx::default();
         let ret = compact(&sig.output);
+        ctx.model.returns_volatile =
+            self.volatile_fns
+                .get(&name)
+                .map(|(span, source)| VolatileReturn {
+                    span: span.clone(),
+                    source: source.clone(),
+                    clock: sig.inputs.is_empty(),
+                });
         ctx.model.name = name;
         ctx.model.self_ty = self_ty;
         ctx.model.is_async = sig.asyncness.is_some();
@@ -252,6 +291,11 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
         if let syn::ReturnType::Type(_, ty) = &sig.output {
             ctx.model.returns_api = api_kind_of_type(ty);
         }
+        let generics: HashSet<String> = sig
+            .generics
+            .type_params()
+            .map(|t| t.ident.to_string())
+            .collect();
         let mut first_typed = true;
         let typed = sig.inputs.iter().filter_map(|i| match i {
             FnArg::Typed(pt) => Some(pt),
@@ -261,7 +305,8 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
             let pname = pat_ident(&pt.pat).unwrap_or_default();
             ctx.params.insert(pname.clone());
             ctx.model.params.push(pname.clone());
-            let api_kind = api_kind_of_type(&pt.ty);
+            // `Api<K>` over a type parameter says nothing about the kind.
+            let api_kind = api_kind_of_type(&pt.ty).map(|k| k.filter(|k| !generics.contains(k)));
             ctx.vars.insert(
                 pname.clone(),
                 Var {

@@ -58,7 +58,7 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
             // `if nothing_changed { return ... }` guards everything after it in this block.
             if let Stmt::Expr(Expr::If(ifx), _) = s
                 && ifx.else_branch.is_none()
-                && is_change_guard(&compact(&ifx.cond))
+                && is_write_guard(&ifx.cond)
                 && contains_return(&ifx.then_branch)
             {
                 self.guards += 1;
@@ -142,7 +142,7 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
             }
         });
         let volatile = if yields_plain(expr) {
-            None
+            Vec::new()
         } else {
             self.find_volatile(&[expr])
         };
@@ -194,7 +194,7 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
         };
         let lhs = compact(&a.left);
         let volatile = if yields_plain(&a.right) {
-            None
+            Vec::new()
         } else {
             self.find_volatile(&[&a.right])
         };
@@ -202,9 +202,7 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
         if let Some(f) = self.fns.last_mut()
             && let Some(v) = f.vars.get_mut(&root)
         {
-            if let Some(vol) = volatile {
-                v.volatile = Some(vol);
-            }
+            v.hold(volatile);
             if sets_status {
                 v.status_set = true;
             }
@@ -269,8 +267,9 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
             && let Some(root) = root_var(&m.receiver)
         {
             let args: Vec<&Expr> = m.args.iter().collect();
-            if let Some((span, src, key)) = self.find_volatile(&args) {
-                let key = key.or_else(|| match args.first() {
+            let mut found = self.find_volatile(&args);
+            if !found.is_empty() {
+                let named = match args.first() {
                     Some(Expr::Lit(syn::ExprLit {
                         lit: syn::Lit::Str(s),
                         ..
@@ -284,11 +283,16 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
                             .to_string(),
                     ),
                     _ => None,
-                });
+                };
+                for v in &mut found {
+                    if v.key.is_none() {
+                        v.key = named.clone();
+                    }
+                }
                 if let Some(f) = self.fns.last_mut()
                     && let Some(v) = f.vars.get_mut(&root)
                 {
-                    v.volatile = Some((span, src, key));
+                    v.hold(found);
                 }
             }
         }
@@ -461,7 +465,7 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
         let calls_before = self.api_call_count();
         self.visit_expr(&i.cond);
         let checks_by_reading = self.read_since(calls_before);
-        let guard = is_change_guard(&compact(&i.cond));
+        let guard = is_write_guard(&i.cond);
         if guard {
             self.guards += 1;
         }

@@ -26,42 +26,65 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
             {
                 continue;
             }
+            let Some(origin) = origin(cx, id, &v.span, &v.source, v.via.as_deref()) else {
+                continue;
+            };
+            if !reported.insert((origin.0.clone(), v.write.span.clone())) {
+                continue;
+            }
             out.push(report(
                 cx,
                 id,
-                (&v.span, &v.source, v.key.as_deref()),
+                (&origin.0, &origin.1, v.key.as_deref()),
                 &v.write,
                 None,
             ));
         }
         // A volatile value handed to a helper whose parameter reaches the body of a write.
         for a in &func.volatile_args {
-            let callees = cx
-                .unit
-                .resolve(&a.callee, id.0)
-                .into_iter()
-                .chain(cx.unit.resolve_method(&a.callee));
-            let write = callees
-                .flat_map(|c| cx.unit.func(c).param_writes.iter())
-                .find(|(index, w)| {
-                    *index == a.index
-                        && w.kind
-                            .as_ref()
-                            .is_none_or(|k| reconciled.is_empty() || reconciled.contains(k))
-                })
-                .map(|(_, w)| w);
-            let Some(write) = write else { continue };
-            if !reported.insert((a.span.clone(), write.span.clone())) {
+            let Some(write) = cx.unit.param_write(&a.callee, a.index, id).filter(|w| {
+                w.kind
+                    .as_ref()
+                    .is_none_or(|k| reconciled.is_empty() || reconciled.contains(k))
+            }) else {
+                continue;
+            };
+            let Some(origin) = origin(cx, id, &a.span, &a.source, a.via.as_deref()) else {
+                continue;
+            };
+            if !reported.insert((origin.0.clone(), write.span.clone())) {
                 continue;
             }
             out.push(report(
                 cx,
                 id,
-                (&a.span, &a.source, a.key.as_deref()),
+                (&origin.0, &origin.1, a.key.as_deref()),
                 write,
                 Some(&a.callee),
             ));
         }
+    }
+}
+
+/// Where a volatile value is produced and what produces it. A value another file's or crate's function returned
+/// (`via`) counts only when that function returns a volatile value whatever its input: reported at its stamp when
+/// it is the crate's own builder (the fix goes there), at the call otherwise (a clock, or a dependency's code).
+fn origin(
+    cx: &Ctx<'_>,
+    id: FnId,
+    span: &Span,
+    source: &str,
+    via: Option<&str>,
+) -> Option<(Span, String)> {
+    let Some(via) = via else {
+        return Some((span.clone(), source.to_string()));
+    };
+    let (callee, ret) = cx.unit.volatile_return(via, id.0)?;
+    let what = format!("{} (in {via})", ret.source);
+    if ret.clock || cx.unit.files[callee.0].library {
+        Some((span.clone(), what))
+    } else {
+        Some((ret.span.clone(), what))
     }
 }
 

@@ -4,6 +4,7 @@
 mod api_calls;
 mod dead_code;
 mod reach;
+mod values;
 
 use super::model::{ApiCall, FileModel, FnModel, Requeue};
 use crate::config::Config;
@@ -211,6 +212,22 @@ impl<'m> Unit<'m> {
             return self.resolve_in_parent(f, from_file);
         }
         if let Some((module, f)) = name.rsplit_once("::") {
+            let module = module.rsplit("::").next().unwrap_or(module);
+            // `Status::transition_now`: a type's associated function, of that type when the unit has it.
+            if module.starts_with(|c: char| c.is_ascii_uppercase()) && module != "Self" {
+                let of_type: Vec<FnId> = self.prefer_crate(
+                    self.by_name
+                        .get(f)
+                        .into_iter()
+                        .flatten()
+                        .copied()
+                        .filter(|id| self.func(*id).self_ty.as_deref() == Some(module))
+                        .collect(),
+                );
+                if !of_type.is_empty() {
+                    return of_type;
+                }
+            }
             let in_module: Vec<FnId> = self.prefer_crate(
                 self.by_name
                     .get(f)

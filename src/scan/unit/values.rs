@@ -1,0 +1,54 @@
+//! Values across functions once the crate is joined: which functions return a volatile value, and which
+//! parameters reach the body of a write, through helpers that hand them on.
+
+use super::{FnId, Unit};
+use crate::scan::model::{ApiCall, VolatileReturn};
+
+/// How many helpers deep a parameter is followed to a write (`patch_process_status` → `merge_status` →
+/// `patch_status`).
+const MAX_HANDOFFS: usize = 3;
+
+impl Unit<'_> {
+    /// The function a call of `name` (from `from_file`) runs, when it returns a volatile value.
+    pub fn volatile_return(&self, name: &str, from_file: usize) -> Option<(FnId, &VolatileReturn)> {
+        self.resolve(name, from_file)
+            .into_iter()
+            .find_map(|id| Some((id, self.func(id).returns_volatile.as_ref()?)))
+    }
+
+    /// The write that argument `index` of a call of `callee` (from `from`) reaches unguarded, in the callee or in
+    /// a helper it hands the value on to.
+    pub fn param_write(&self, callee: &str, index: usize, from: FnId) -> Option<&ApiCall> {
+        self.param_write_within(callee, index, from.0, MAX_HANDOFFS)
+    }
+
+    fn param_write_within(
+        &self,
+        callee: &str,
+        index: usize,
+        from_file: usize,
+        depth: usize,
+    ) -> Option<&ApiCall> {
+        let targets: Vec<FnId> = self
+            .resolve(callee, from_file)
+            .into_iter()
+            .chain(self.resolve_method(callee))
+            .collect();
+        for id in &targets {
+            let f = self.func(*id);
+            if let Some((_, w)) = f.param_writes.iter().find(|(i, _)| *i == index) {
+                return Some(w);
+            }
+        }
+        if depth == 0 {
+            return None;
+        }
+        targets.iter().find_map(|id| {
+            self.func(*id)
+                .param_passes
+                .iter()
+                .filter(|p| p.param == index)
+                .find_map(|p| self.param_write_within(&p.callee, p.index, id.0, depth - 1))
+        })
+    }
+}
