@@ -149,6 +149,8 @@ pub struct FnModel {
     pub volatile_args: Vec<VolatileArg>,
     /// Parameters handed on, unguarded, to another call: where the callee's `param_writes` make them written here.
     pub param_passes: Vec<ParamPass>,
+    /// Returns a `Duration` or `Option<Duration>`: what each return is (see [`DurationReturn`]).
+    pub duration_returns: Vec<DurationReturn>,
     /// Every call returns a value built from a volatile source (`fn condition(..) -> Condition` stamping
     /// `Utc::now()`), whatever the branch.
     pub returns_volatile: Option<VolatileReturn>,
@@ -326,6 +328,17 @@ pub struct VolatileWrite {
     /// The value is what a call of this function returned, which the file cannot see into: volatile only if the
     /// crate join finds that the function returns a volatile value (see `FnModel::returns_volatile`).
     pub via: Option<String>,
+}
+
+/// One return of a function that returns a `Duration` or `Option<Duration>`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DurationReturn {
+    /// A constant, in seconds (`Some(..)` of one too).
+    Secs(f64),
+    /// `None`.
+    Nothing,
+    /// Computed at run time, or an expression the file cannot evaluate.
+    Unknown,
 }
 
 /// What a function that returns a volatile value stamps into it.

@@ -108,6 +108,8 @@ struct FnCtx {
     arms: Vec<ArmFrame>,
     /// Returns `Result<_, Action>`: `Err` is also how it says "come back later".
     err_is_action: bool,
+    /// Returns `Duration` or `Option<Duration>` (see `FnModel::duration_returns`).
+    returns_duration: bool,
     /// Bindings the function matches against enum variants (`match phase { Phase::Done => .. }`).
     enum_vars: HashSet<String>,
     /// After a top-level `if <the object is in place, by an API read> { return }`: the reads since, which a
@@ -288,6 +290,7 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
         ctx.model.span = self.span(span);
         ctx.model.returns_action = ret.contains("Action");
         ctx.err_is_action = ret.contains(",Action>");
+        ctx.returns_duration = ret.ends_with("Duration") || ret.ends_with("Duration>");
         if let syn::ReturnType::Type(_, ty) = &sig.output {
             ctx.model.returns_api = api_kind_of_type(ty);
         }
@@ -338,7 +341,27 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
         let Some(mut ctx) = self.fns.pop() else {
             return;
         };
-        ctx.model.returns = collect_returns(block)
+        let returned = collect_returns(block);
+        if ctx.returns_duration {
+            let locals = |n: &str| ctx.vars.get(n).and_then(|v| v.init.clone());
+            ctx.model.duration_returns = returned
+                .iter()
+                .map(|e| match e {
+                    Expr::Path(p) if p.path.is_ident("None") => DurationReturn::Nothing,
+                    Expr::Call(c) if compact(&c.func) == "Some" && c.args.len() == 1 => {
+                        match self.const_duration(&c.args[0], &locals).0 {
+                            Some(s) => DurationReturn::Secs(s),
+                            None => DurationReturn::Unknown,
+                        }
+                    }
+                    other => match self.const_duration(other, &locals).0 {
+                        Some(s) => DurationReturn::Secs(s),
+                        None => DurationReturn::Unknown,
+                    },
+                })
+                .collect();
+        }
+        ctx.model.returns = returned
             .into_iter()
             .map(|e| self.requeue_of(&e, &ctx))
             .collect();

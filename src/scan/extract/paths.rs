@@ -344,7 +344,15 @@ impl<'ast> Extractor<'_, 'ast> {
         }
         match duration_secs(arg, &self.consts, locals) {
             Some(s) => (Some(s), None),
-            None => (None, Some(text)),
+            // `let delay = err.retry_after().unwrap_or(DEFAULT); Action::requeue(delay)`: the crate join reads what
+            // the binding holds.
+            None => match arg {
+                Expr::Path(p) if p.path.get_ident().is_some() => {
+                    let init = p.path.get_ident().and_then(|i| locals(&i.to_string()));
+                    (None, Some(init.map(|e| compact(&e)).unwrap_or(text)))
+                }
+                _ => (None, Some(text)),
+            },
         }
     }
 }

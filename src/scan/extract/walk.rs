@@ -264,6 +264,7 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
         }
         // `annotations.insert(KEY, Utc::now()..)` makes `annotations` volatile, under that key.
         if !WRITE_METHODS.contains(&method.as_str())
+            && !is_fallback(&method)
             && let Some(root) = root_var(&m.receiver)
         {
             let args: Vec<&Expr> = m.args.iter().collect();

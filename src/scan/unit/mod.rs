@@ -197,6 +197,7 @@ impl<'m> Unit<'m> {
         r.secs.or_else(|| {
             let e: syn::Expr = syn::parse_str(r.unresolved.as_deref()?).ok()?;
             crate::scan::eval::duration_secs(&e, &self.consts, args)
+                .or_else(|| self.duration_or_default(&e, from_file))
         })
     }
 

@@ -1,8 +1,9 @@
-//! Values across functions once the crate is joined: which functions return a volatile value, and which
-//! parameters reach the body of a write, through helpers that hand them on.
+//! Values across functions once the crate is joined: which functions return a volatile value or a constant
+//! duration, and which parameters reach the body of a write, through helpers that hand them on.
 
 use super::{FnId, Unit};
-use crate::scan::model::{ApiCall, VolatileReturn};
+use crate::scan::eval::duration_secs;
+use crate::scan::model::{ApiCall, DurationReturn, VolatileReturn};
 
 /// How many helpers deep a parameter is followed to a write (`patch_process_status` → `merge_status` →
 /// `patch_status`).
@@ -50,5 +51,45 @@ impl Unit<'_> {
                 .filter(|p| p.param == index)
                 .find_map(|p| self.param_write_within(&p.callee, p.index, id.0, depth - 1))
         })
+    }
+
+    /// `err.retry_after().unwrap_or(DEFAULT)` (or `unwrap_or_else(|| DEFAULT)`) where the crate's `retry_after`
+    /// returns that same constant or `None` on every path: the constant.
+    pub(super) fn duration_or_default(&self, e: &syn::Expr, from_file: usize) -> Option<f64> {
+        let syn::Expr::MethodCall(m) = e else {
+            return None;
+        };
+        let fallback = match (m.method.to_string().as_str(), m.args.first()?) {
+            ("unwrap_or", d) => d,
+            ("unwrap_or_else", syn::Expr::Closure(c)) if c.inputs.is_empty() => &*c.body,
+            _ => return None,
+        };
+        let default = duration_secs(fallback, &self.consts, &|_| None)?;
+        let targets = match &*m.receiver {
+            syn::Expr::MethodCall(inner) => self.resolve_method(&inner.method.to_string()),
+            syn::Expr::Call(c) => match &*c.func {
+                syn::Expr::Path(p) => {
+                    let segs: Vec<String> = p
+                        .path
+                        .segments
+                        .iter()
+                        .map(|s| s.ident.to_string())
+                        .collect();
+                    self.resolve(&segs[segs.len().saturating_sub(2)..].join("::"), from_file)
+                }
+                _ => return None,
+            },
+            _ => return None,
+        };
+        let [target] = targets[..] else {
+            return None;
+        };
+        let returns = &self.func(target).duration_returns;
+        let same = |r: &DurationReturn| match r {
+            DurationReturn::Secs(s) => *s == default,
+            DurationReturn::Nothing => true,
+            DurationReturn::Unknown => false,
+        };
+        (!returns.is_empty() && returns.iter().all(same)).then_some(default)
     }
 }
