@@ -15,6 +15,9 @@ pub struct FileModel {
     pub consts: Vec<(String, f64)>,
     pub fns: Vec<FnModel>,
     pub controllers: Vec<ControllerModel>,
+    /// `.run(..)` on a Controller a method takes from `self` (`self.controller.run(..)`, or after
+    /// `let Self { controller, .. } = self`): where a Controller stored in the type is started.
+    pub self_runs: Vec<SelfRun>,
     /// `watcher(..)` streams of kube-runtime and what happens to each on its way.
     pub watcher_streams: Vec<WatcherStream>,
     /// Values handed to metric labels.
@@ -392,6 +395,19 @@ pub struct ControllerModel {
     pub hides_finalizers: bool,
     pub config: ConcurrencyConfig,
     pub run: Option<RunCall>,
+    /// Handed to the constructor of the type whose method builds it (`Self::new(.., controller, ..)`): that
+    /// type's `self_runs` start it.
+    pub stored_in: Option<String>,
+}
+
+/// A Controller started from a value of a type's own (see `FileModel::self_runs`).
+#[derive(Debug, Clone)]
+pub struct SelfRun {
+    pub self_ty: String,
+    pub in_fn: String,
+    pub run: RunCall,
+    /// What a `.with_config(..)` in the same chain sets.
+    pub config: ConcurrencyConfig,
 }
 
 #[derive(Debug, Clone)]

@@ -293,7 +293,10 @@ impl<'ast> Extractor<'_, 'ast> {
         root: &Expr,
         calls: Vec<&syn::ExprMethodCall>,
     ) -> Option<usize> {
-        let croot = self.controller_root(root)?;
+        let Some(croot) = self.controller_root(root) else {
+            self.note_self_run(root, &calls);
+            return None;
+        };
         let idx = match croot {
             ControllerRoot::New {
                 span,
@@ -315,6 +318,7 @@ impl<'ast> Extractor<'_, 'ast> {
                     hides_finalizers,
                     config,
                     run: None,
+                    stored_in: None,
                 });
                 self.model.controllers.len() - 1
             }
@@ -337,51 +341,113 @@ impl<'ast> Extractor<'_, 'ast> {
                     }
                 }
                 "run" => {
-                    let fn_name = |e: Option<&Expr>| -> Option<String> {
-                        match e? {
-                            // `controller_pool::reconcile` keeps its module, as a call does (see `call_name`).
-                            Expr::Path(p) => self
-                                .call_name(&p.path)
-                                .or_else(|| p.path.segments.last().map(|s| s.ident.to_string())),
-                            Expr::Closure(c) => first_called_name(&c.body),
-                            // `backoff_reconciler!(reconcile_kanidm)`: a wrapper macro around the reconcile.
-                            Expr::Macro(mac) => {
-                                mac.mac.tokens.clone().into_iter().find_map(|t| match t {
-                                    TokenTree::Ident(i) => Some(i.to_string()),
-                                    _ => None,
-                                })
-                            }
-                            _ => None,
-                        }
-                    };
-                    // An error_policy written inline as a closure is judged where it stands.
-                    let inline_policy = match m.args.iter().nth(1) {
-                        Some(Expr::Closure(c)) => {
-                            let exprs = match &*c.body {
-                                Expr::Block(b) => collect_returns(&b.block),
-                                other => vec![other.clone()],
-                            };
-                            match self.fns.last() {
-                                Some(f) => exprs.iter().map(|e| self.requeue_of(e, f)).collect(),
-                                None => Vec::new(),
-                            }
-                        }
-                        _ => Vec::new(),
-                    };
-                    let run = RunCall {
-                        span: start_end(self.path, m.method.span(), m.span()),
-                        reconcile: fn_name(m.args.first()),
-                        error_policy: match m.args.iter().nth(1) {
-                            Some(Expr::Closure(_)) => None,
-                            other => fn_name(other),
-                        },
-                        inline_policy,
-                    };
+                    let run = self.run_call(m);
                     self.model.controllers[idx].run = Some(run);
                 }
                 _ => {}
             }
         }
         Some(idx)
+    }
+
+    /// What a `.run(reconcile, error_policy, ctx)` call starts.
+    fn run_call(&self, m: &syn::ExprMethodCall) -> RunCall {
+        let fn_name = |e: Option<&Expr>| -> Option<String> {
+            match e? {
+                // `controller_pool::reconcile` keeps its module, as a call does (see `call_name`).
+                Expr::Path(p) => self
+                    .call_name(&p.path)
+                    .or_else(|| p.path.segments.last().map(|s| s.ident.to_string())),
+                Expr::Closure(c) => first_called_name(&c.body),
+                // `backoff_reconciler!(reconcile_kanidm)`: a wrapper macro around the reconcile.
+                Expr::Macro(mac) => mac.mac.tokens.clone().into_iter().find_map(|t| match t {
+                    TokenTree::Ident(i) => Some(i.to_string()),
+                    _ => None,
+                }),
+                _ => None,
+            }
+        };
+        // An error_policy written inline as a closure is judged where it stands.
+        let inline_policy = match m.args.iter().nth(1) {
+            Some(Expr::Closure(c)) => {
+                let exprs = match &*c.body {
+                    Expr::Block(b) => collect_returns(&b.block),
+                    other => vec![other.clone()],
+                };
+                match self.fns.last() {
+                    Some(f) => exprs.iter().map(|e| self.requeue_of(e, f)).collect(),
+                    None => Vec::new(),
+                }
+            }
+            _ => Vec::new(),
+        };
+        RunCall {
+            span: start_end(self.path, m.method.span(), m.span()),
+            reconcile: fn_name(m.args.first()),
+            error_policy: match m.args.iter().nth(1) {
+                Some(Expr::Closure(_)) => None,
+                other => fn_name(other),
+            },
+            inline_policy,
+        }
+    }
+
+    /// `.run(..)` on a Controller a method takes from `self`: recorded for the crate join to link with the
+    /// Controller the type was built with (see `ControllerModel::stored_in`).
+    fn note_self_run(&mut self, root: &Expr, calls: &[&syn::ExprMethodCall]) {
+        let Some(self_ty) = self.fns.last().and_then(|f| f.model.self_ty.clone()) else {
+            return;
+        };
+        let of_self = match root {
+            Expr::Field(f) => matches!(&*f.base, Expr::Path(p) if p.path.is_ident("self")),
+            Expr::Path(p) => p
+                .path
+                .get_ident()
+                .and_then(|i| self.var(&i.to_string()))
+                .is_some_and(|v| v.of_self),
+            _ => false,
+        };
+        let Some(run) = calls
+            .iter()
+            .find(|m| m.method == "run" && m.args.len() == 3)
+        else {
+            return;
+        };
+        if !of_self {
+            return;
+        }
+        let config = calls
+            .iter()
+            .rev()
+            .find(|m| m.method == "with_config")
+            .and_then(|m| m.args.first())
+            .map_or(ConcurrencyConfig::Absent, |a| self.concurrency_of(a));
+        let run = self.run_call(run);
+        // The chain is met again at each of its calls: `c.run(..).for_each(..)`, then `c.run(..)`.
+        if self.model.self_runs.iter().any(|r| r.run.span == run.span) {
+            return;
+        }
+        let in_fn = self.fn_name();
+        self.model.self_runs.push(SelfRun {
+            self_ty,
+            in_fn,
+            run,
+            config,
+        });
+    }
+
+    /// A Controller variable handed to `Self::new(..)` or put in a `Self { .. }` literal: stored in the type.
+    pub(super) fn note_stored_controller(&mut self, args: &[&Expr]) {
+        let Some(self_ty) = self.fns.last().and_then(|f| f.model.self_ty.clone()) else {
+            return;
+        };
+        for a in args {
+            if let Some(i) = root_var(a)
+                .and_then(|n| self.var(&n))
+                .and_then(|v| v.controller)
+            {
+                self.model.controllers[i].stored_in = Some(self_ty.clone());
+            }
+        }
     }
 }

@@ -66,6 +66,8 @@ struct Var {
     status_set: bool,
     /// Holds a Controller under construction (index into the file's controllers).
     controller: Option<usize>,
+    /// Taken out of `self` (`let Self { controller, .. } = self`).
+    of_self: bool,
 }
 /// A volatile value as the walk sees it.
 #[derive(Debug, Clone)]

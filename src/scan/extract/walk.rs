@@ -167,6 +167,7 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
         } else {
             None
         };
+        let of_self = matches!(expr, Expr::Path(p) if p.path.is_ident("self"));
         let object_kind = self.fns.last().and_then(|f| f.model.object_kind.clone());
         if let Some(f) = self.fns.last_mut() {
             for n in &names {
@@ -176,6 +177,7 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
                     from_param,
                     status_set,
                     controller,
+                    of_self,
                     ..Default::default()
                 };
                 if let Some(kind) = &api {
@@ -352,6 +354,10 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
                 self.mark_write(&name);
             }
             self.record_volatile_args(last_ident(&p.path), c.args.iter());
+            if p.path.segments.first().is_some_and(|s| s.ident == "Self") {
+                let args: Vec<&Expr> = c.args.iter().collect();
+                self.note_stored_controller(&args);
+            }
             let resolved = self.resolve_call_path(&p.path);
             let last = last_ident(&p.path);
             spawn_blocking = matches!(last.as_str(), "spawn_blocking" | "block_in_place");
@@ -428,6 +434,10 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
             self.record_requeue(&Expr::Struct(s.clone()));
         }
         let ty = last_ident(&s.path);
+        if ty == "Self" {
+            let values: Vec<&Expr> = s.fields.iter().map(|f| &f.expr).collect();
+            self.note_stored_controller(&values);
+        }
         if ty.ends_with("Spec") || ty.ends_with("Reference") {
             let fields: Vec<FieldInit> = s
                 .fields
