@@ -175,6 +175,18 @@ fn number_at_most(expr: &Expr, consts: &HashMap<String, f64>) -> Option<f64> {
     }
     match expr {
         Expr::Paren(p) => number_at_most(&p.expr, consts),
+        // `if converged { 300 } else { 10 }`: the shorter one while the condition says so.
+        Expr::If(i) => {
+            let then = match i.then_branch.stmts.last()? {
+                syn::Stmt::Expr(e, None) => number_at_most(e, consts)?,
+                _ => return None,
+            };
+            Some(then.min(number_at_most(&i.else_branch.as_ref()?.1, consts)?))
+        }
+        Expr::Block(b) => match b.block.stmts.last()? {
+            syn::Stmt::Expr(e, None) => number_at_most(e, consts),
+            _ => None,
+        },
         Expr::MethodCall(m) => match m.method.to_string().as_str() {
             "min" => {
                 let cap = number_at_most(m.args.first()?, consts);

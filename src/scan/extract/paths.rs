@@ -344,15 +344,29 @@ impl<'ast> Extractor<'_, 'ast> {
         }
         match duration_secs(arg, &self.consts, locals) {
             Some(s) => (Some(s), None),
-            // `let delay = err.retry_after().unwrap_or(DEFAULT); Action::requeue(delay)`: the crate join reads what
-            // the binding holds.
-            None => match arg {
-                Expr::Path(p) if p.path.get_ident().is_some() => {
-                    let init = p.path.get_ident().and_then(|i| locals(&i.to_string()));
-                    (None, Some(init.map(|e| compact(&e)).unwrap_or(text)))
-                }
-                _ => (None, Some(text)),
-            },
+            // `let delay = err.retry_after().unwrap_or(DEFAULT); Action::requeue(delay)`,
+            // `let secs = if converged { 300 } else { 10 }; ..from_secs(secs)`: the crate join reads what the
+            // bindings hold.
+            None => (None, Some(compact(&inline_locals(arg, locals)))),
         }
     }
+}
+
+/// `expr` with each local it names replaced by what the local was bound to (one level).
+fn inline_locals(expr: &Expr, locals: &dyn Fn(&str) -> Option<Expr>) -> Expr {
+    struct Inline<'l>(&'l dyn Fn(&str) -> Option<Expr>);
+    impl syn::visit_mut::VisitMut for Inline<'_> {
+        fn visit_expr_mut(&mut self, e: &mut Expr) {
+            if let Expr::Path(p) = e
+                && let Some(init) = p.path.get_ident().and_then(|i| (self.0)(&i.to_string()))
+            {
+                *e = init;
+                return;
+            }
+            syn::visit_mut::visit_expr_mut(self, e);
+        }
+    }
+    let mut out = expr.clone();
+    syn::visit_mut::VisitMut::visit_expr_mut(&mut Inline(locals), &mut out);
+    out
 }

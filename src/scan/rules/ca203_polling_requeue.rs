@@ -75,7 +75,15 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
                     secs_text(limit)
                 ),
             );
-            if r.conditional {
+            if exact.is_none() && cx.unit.requeue_is_chosen(r) {
+                // `from_secs(if converged { 300 } else { 10 })`: polls only while not there yet.
+                f.severity = Severity::Info;
+                f.message = format!(
+                    "reconcile requeues after {} while a condition holds (the duration is chosen by an `if`){}: polls while waiting",
+                    secs_text(secs),
+                    cx.via(id)
+                );
+            } else if r.conditional {
                 // A short wait on a "not ready yet" branch costs less than polling every object.
                 f.severity = Severity::Info;
                 f.message = if r.in_err_value {

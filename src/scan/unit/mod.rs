@@ -143,6 +143,27 @@ impl<'m> Unit<'m> {
         crate::scan::eval::duration_at_most(&e, &self.consts)
     }
 
+    /// The duration is chosen by a condition (`from_secs(if converged { 300 } else { 10 })`): its shortest value
+    /// holds only while that condition says so.
+    pub fn requeue_is_chosen(&self, r: &Requeue) -> bool {
+        struct HasIf(bool);
+        impl syn::visit::Visit<'_> for HasIf {
+            fn visit_expr_if(&mut self, _: &syn::ExprIf) {
+                self.0 = true;
+            }
+        }
+        let Some(e) = r
+            .unresolved
+            .as_deref()
+            .and_then(|t| syn::parse_str::<syn::Expr>(t).ok())
+        else {
+            return false;
+        };
+        let mut v = HasIf(false);
+        syn::visit::Visit::visit_expr(&mut v, &e);
+        v.0
+    }
+
     fn requeue_secs_within(&self, r: &Requeue, from_file: usize, depth: usize) -> Option<f64> {
         self.requeue_secs_with(r, from_file, depth, &|_| None)
     }
