@@ -127,9 +127,18 @@ impl<'ast> Extractor<'_, 'ast> {
             segs.len() == 1 && last.chars().next().is_some_and(|c| c.is_ascii_uppercase());
         // `resources::deployment(..)` keeps its module, so that the crate join can tell it from another file's
         // `deployment` (see `Unit::resolve`); `super::f` keeps `super`: it is never this file's `f`.
+        // A bare name imported from a module of the crate (`use crate::controller::common::patch_status;`) keeps
+        // that module too, so that another file's `patch_status` is not taken for it.
+        let imported: Vec<&str> = resolved.split("::").collect();
         let name = match segs.len() {
             n if n >= 2 && !matches!(segs[n - 2].as_str(), "Self" | "self" | "crate") => {
                 format!("{}::{last}", segs[n - 2])
+            }
+            1 if imported.len() >= 2
+                && matches!(imported[0], "crate" | "super" | "self")
+                && !matches!(imported[imported.len() - 2], "crate" | "super" | "self") =>
+            {
+                format!("{}::{last}", imported[imported.len() - 2])
             }
             _ => last,
         };

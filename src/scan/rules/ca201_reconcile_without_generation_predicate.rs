@@ -24,23 +24,28 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
             let generic = is_type_parameter(&kind);
             // Does the crate write this kind (status, metadata, spec, finalizers)?
             // Point at a write this controller's reconcile reaches, if there is one.
+            // The crate's own thin wrappers (`common::patch_status(&api, ..)` over `Api<K>`) write the kind of the
+            // `Api` they are handed.
             let writes_kind = |id: crate::scan::unit::FnId| {
-                cx.unit.api_calls(id).find(|a| {
-                    let counted = if generic {
-                        a.is_status_write()
-                    } else {
-                        matches!(
-                            a.method.as_str(),
-                            "patch"
-                                | "patch_status"
-                                | "patch_metadata"
-                                | "replace"
-                                | "replace_status"
-                                | "commit"
-                        )
-                    };
-                    counted && a.kind.as_deref() == Some(kind.as_str())
-                })
+                cx.unit
+                    .api_calls(id)
+                    .chain(cx.unit.wrapper_calls(id))
+                    .find(|a| {
+                        let counted = if generic {
+                            a.is_status_write()
+                        } else {
+                            matches!(
+                                a.method.as_str(),
+                                "patch"
+                                    | "patch_status"
+                                    | "patch_metadata"
+                                    | "replace"
+                                    | "replace_status"
+                                    | "commit"
+                            )
+                        };
+                        counted && a.kind.as_deref() == Some(kind.as_str())
+                    })
             };
             let write = cx.reach.keys().find_map(|id| writes_kind(*id)).or_else(|| {
                 if generic {
