@@ -232,6 +232,8 @@ pub struct ApiCall {
     /// function named for it: `set_phase`, `update_status`): a creation or state-transition step, which runs until
     /// its write lands rather than on every pass.
     pub then_writes_on_branch: bool,
+    /// A server-side apply (`Patch::Apply`, `PatchParams::apply(..)`): puts an object in its desired state.
+    pub server_side_apply: bool,
     /// Rendered receiver and method for messages: `api.patch`.
     pub text: String,
     /// The receiver is what a function returns (`ctx.process_api(ns).get(..)`, or a binding of it) whose type

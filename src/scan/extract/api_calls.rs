@@ -204,14 +204,18 @@ impl<'ast> Extractor<'_, 'ast> {
             "patch" | "replace" => args.get(2).is_some_and(|b| self.has_status(b, 0)),
             _ => false,
         };
-        let call = self.api_call_here(
-            method.clone(),
-            start_end(self.path, m.method.span(), m.span()),
-            kind,
-            body_has_status,
-            mk,
-            format!("{}.{}", compact(&m.receiver), method),
-        );
+        let call = ApiCall {
+            server_side_apply: method == "patch"
+                && (args_text.contains("Patch::Apply") || args_text.contains("PatchParams::apply")),
+            ..self.api_call_here(
+                method.clone(),
+                start_end(self.path, m.method.span(), m.span()),
+                kind,
+                body_has_status,
+                mk,
+                format!("{}.{}", compact(&m.receiver), method),
+            )
+        };
         let is_body_write = matches!(
             method.as_str(),
             "patch" | "replace" | "patch_status" | "replace_status" | "patch_metadata"
@@ -287,6 +291,7 @@ impl<'ast> Extractor<'_, 'ast> {
             on_branch: self.branches > 0,
             after_change_on_branch: self.after_change_on_branch(),
             then_writes_on_branch: false,
+            server_side_apply: false,
             text,
             via_producer: None,
         }

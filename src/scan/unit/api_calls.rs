@@ -76,14 +76,19 @@ impl Unit<'_> {
                 let [target] = targets[..] else {
                     continue;
                 };
-                // The crate's own helpers are followed only where handed an `Api`: a module-qualified call of
-                // one that builds its own is, as a rule, a step with its own decisions.
-                if self.files[target.0].library != library || !(library || a.passes_api) {
+                if self.files[target.0].library != library {
                     continue;
                 }
                 let Some(inner) = self.thin_wrapper(target) else {
                     continue;
                 };
+                // The crate's own helpers are followed where handed an `Api`, or where their one call is a
+                // server-side apply: a module-qualified call of one that builds its own `Api` to read, or to mark
+                // or move an object, is as a rule a step with its own decisions; one that builds it to apply one
+                // object's desired state is that apply.
+                if !(library || a.passes_api || inner.server_side_apply) {
+                    continue;
+                }
                 let mut call = a.call.clone();
                 call.method = inner.method.clone();
                 // A generic wrapper's `Api<K>` says nothing; the call site's `Api` does.
@@ -95,6 +100,7 @@ impl Unit<'_> {
                     call.kind = self.func(id).object_kind.clone();
                 }
                 call.body_has_status = inner.body_has_status;
+                call.server_side_apply = inner.server_side_apply;
                 call.text = format!("{} → {}", a.call.text, inner.text);
                 out.entry(id).or_default().push(call);
             }
@@ -105,7 +111,12 @@ impl Unit<'_> {
     /// The one API call of a function that makes just that call.
     fn thin_wrapper(&self, id: FnId) -> Option<&ApiCall> {
         let f = self.func(id);
-        let calls: Vec<&ApiCall> = self.own_api_calls(id).collect();
+        // With the dependencies' thin wrappers it calls, once those are known (the crate's own helpers are joined
+        // after them).
+        let calls: Vec<&ApiCall> = self
+            .own_api_calls(id)
+            .chain(self.wrapped.get(&id).into_iter().flatten())
+            .collect();
         let [call] = calls[..] else {
             return None;
         };
