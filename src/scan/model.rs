@@ -152,6 +152,9 @@ pub struct FnModel {
     pub volatile_args: Vec<VolatileArg>,
     /// Parameters handed on, unguarded, to another call: where the callee's `param_writes` make them written here.
     pub param_passes: Vec<ParamPass>,
+    /// Returns text (`String`, `&str`, `Cow<str>`) from one expression: that expression, compacted
+    /// (`format!("{self:?}").to_lowercase()`).
+    pub returned_text: Option<String>,
     /// Returns a `Duration` or `Option<Duration>`: what each return is (see [`DurationReturn`]).
     pub duration_returns: Vec<DurationReturn>,
     /// Every call returns a value built from a volatile source (`fn condition(..) -> Condition` stamping

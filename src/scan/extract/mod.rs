@@ -112,6 +112,8 @@ struct FnCtx {
     err_is_action: bool,
     /// Returns `Duration` or `Option<Duration>` (see `FnModel::duration_returns`).
     returns_duration: bool,
+    /// Returns text (see `FnModel::returned_text`).
+    returns_text: bool,
     /// Bindings the function matches against enum variants (`match phase { Phase::Done => .. }`).
     enum_vars: HashSet<String>,
     /// After a top-level `if <the object is in place, by an API read> { return }`: the reads since, which a
@@ -293,6 +295,7 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
         ctx.model.returns_action = ret.contains("Action");
         ctx.err_is_action = ret.contains(",Action>");
         ctx.returns_duration = ret.ends_with("Duration") || ret.ends_with("Duration>");
+        ctx.returns_text = ret == "->String" || ret.ends_with("str") || ret.contains("Cow<");
         if let syn::ReturnType::Type(_, ty) = &sig.output {
             ctx.model.returns_api = api_kind_of_type(ty);
         }
@@ -344,6 +347,11 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
             return;
         };
         let returned = collect_returns(block);
+        if ctx.returns_text
+            && let [only] = &returned[..]
+        {
+            ctx.model.returned_text = Some(compact(only));
+        }
         if ctx.returns_duration {
             let locals = |n: &str| ctx.vars.get(n).and_then(|v| v.init.clone());
             ctx.model.duration_returns = returned

@@ -32,22 +32,74 @@ fn is_unbounded_label(text: &str) -> bool {
 }
 
 pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
-    for file in &cx.unit.files {
-        // The Debug text of an enum the function matches on is one of its variants' names: bounded.
-        let unbounded = file.metric_label_values.iter().filter(|l| {
-            !l.formats_enum
-                && (is_unbounded_label(&l.text)
-                    || l.bound_to.as_deref().is_some_and(is_unbounded_label))
-        });
-        for l in unbounded {
+    for (fi, file) in cx.unit.files.iter().enumerate() {
+        for l in &file.metric_label_values {
+            // The Debug text of an enum the function matches on is one of its variants' names: bounded.
+            if l.formats_enum {
+                continue;
+            }
+            let helper = if is_unbounded_label(&l.text)
+                || l.bound_to.as_deref().is_some_and(is_unbounded_label)
+            {
+                None
+            } else {
+                match text_helper(cx, fi, &l.text) {
+                    Some(h) => Some(h),
+                    None => continue,
+                }
+            };
+            let via = helper
+                .map(|(name, text)| format!(", which is `{text}` (`{name}`)"))
+                .unwrap_or_default();
             out.push(finding(
                 "CA402",
                 l.span.clone(),
-                format!("metric label value `{}` grows with the number of objects or errors: one series per value", l.text),
+                format!(
+                    "metric label value `{}`{via} grows with the number of objects or errors: one series per value",
+                    l.text
+                ),
                 "use bounded labels (kind, controller, a static error enum); put object names in logs, events or exemplars",
             ));
         }
     }
+}
+
+/// A label value that is the text a crate helper returns (`e.metric_label()` returning `format!("{self:?}")`),
+/// when that text grows with objects or errors: the helper's name and its returned text. The Debug text of the
+/// receiver counts only for an error type's method (an error's fields carry free text; a plain enum's do not).
+fn text_helper(cx: &Ctx<'_>, file: usize, text: &str) -> Option<(String, String)> {
+    let targets = match syn::parse_str::<syn::Expr>(text).ok()? {
+        syn::Expr::MethodCall(m) if m.args.is_empty() => {
+            cx.unit.resolve_method(&m.method.to_string())
+        }
+        syn::Expr::Call(c) => match &*c.func {
+            syn::Expr::Path(p) => {
+                let segs: Vec<String> = p
+                    .path
+                    .segments
+                    .iter()
+                    .map(|s| s.ident.to_string())
+                    .collect();
+                cx.unit
+                    .resolve(&segs[segs.len().saturating_sub(2)..].join("::"), file)
+            }
+            _ => return None,
+        },
+        _ => return None,
+    };
+    let [target] = targets[..] else {
+        return None;
+    };
+    let f = cx.unit.func(target);
+    let returned = f.returned_text.as_deref()?;
+    let debug_of_self = returned.contains("{self:?}") || returned.contains("{:?}\",self");
+    let on_error = f.self_ty.as_deref().is_some_and(|t| t.ends_with("Error"));
+    let unbounded = if debug_of_self {
+        on_error
+    } else {
+        is_unbounded_label(returned)
+    };
+    unbounded.then(|| (f.name.clone(), returned.to_string()))
 }
 
 #[cfg(test)]
