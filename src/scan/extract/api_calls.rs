@@ -244,6 +244,14 @@ impl<'ast> Extractor<'_, 'ast> {
                     f.model.param_writes.push((index, call.clone()));
                 }
             }
+        } else if is_body_write
+            && let Some(index) = self.param_in(args.last().map(std::slice::from_ref).unwrap_or(&[]))
+            && self.only_self_compared(index)
+            && let Some(f) = self.fns.last_mut()
+        {
+            // `if unchanged { return }` where `unchanged` compares the very value written: what the caller hands
+            // in decides whether it holds anything back.
+            f.model.param_writes.push((index, call.clone()));
         }
         self.push_api_call(call);
     }

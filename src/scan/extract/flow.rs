@@ -57,18 +57,9 @@ pub(super) fn is_fallback(method: &str) -> bool {
 }
 /// A condition that compares old with new, or checks presence: the shape of a write guard.
 pub(super) fn is_change_guard(cond: &str) -> bool {
-    [
-        "==",
-        "!=",
-        "is_none",
-        "is_some",
-        "contains_key",
-        "<",
-        ">",
-        "!",
-    ]
-    .iter()
-    .any(|t| cond.contains(t))
+    ["==", "!=", "is_none", "is_some", "contains_key", "<", ">"]
+        .iter()
+        .any(|t| cond.contains(t))
         || [
             "changed", "differ", "needs", "should", "stale", "outdated", "expired", "elapsed",
         ]
@@ -99,6 +90,16 @@ pub(super) fn param_in_tokens(ts: TokenStream, vars: &HashMap<String, Var>) -> O
 }
 /// At most this many calls of functions the file cannot see into are kept per value (see [`Vol::via`]).
 pub(super) const MAX_CANDIDATES: usize = 4;
+/// The bindings a format string names inline: `year` and `month` in `"{year:04}-{month:02}"`.
+fn inline_format_args(lit: &str) -> impl Iterator<Item = &str> {
+    lit.split('{').skip(1).filter_map(|p| {
+        let name = p.split(['}', ':']).next()?;
+        (!name.is_empty()
+            && name.chars().all(|c| c.is_alphanumeric() || c == '_')
+            && !name.starts_with(|c: char| c.is_ascii_digit()))
+        .then_some(name)
+    })
+}
 /// A call of a function the file cannot see into, met in a value: here, or earlier in a variable it reads.
 pub(super) enum Cand {
     Call(proc_macro2::Span, String, Option<String>),
@@ -118,6 +119,35 @@ const EVERY_TYPE: &[&str] = &[
 const NOT_CALLS: &[&str] = &[
     "match", "if", "while", "return", "in", "move", "for", "let", "as", "mut",
 ];
+/// The first variable in a token stream that holds a parameter's whole value and is used whole: not followed by
+/// a field (`status.phase`), though a method call (`status.clone()`) keeps it whole.
+pub(super) fn whole_param_in_tokens(ts: TokenStream, vars: &HashMap<String, Var>) -> Option<usize> {
+    let toks: Vec<TokenTree> = ts.into_iter().collect();
+    for (i, t) in toks.iter().enumerate() {
+        match t {
+            TokenTree::Group(g) => {
+                if let Some(p) = whole_param_in_tokens(g.stream(), vars) {
+                    return Some(p);
+                }
+            }
+            TokenTree::Ident(id) => {
+                let after_dot = i > 0 && toks[i - 1].to_string() == ".";
+                let field_follows = toks.get(i + 1).is_some_and(|n| n.to_string() == ".")
+                    && matches!(toks.get(i + 2), Some(TokenTree::Ident(_)))
+                    && !matches!(toks.get(i + 3), Some(TokenTree::Group(g))
+                        if g.delimiter() == proc_macro2::Delimiter::Parenthesis);
+                if !after_dot
+                    && !field_follows
+                    && let Some(p) = vars.get(&id.to_string()).and_then(|v| v.whole_param)
+                {
+                    return Some(p);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
 /// Finds a volatile call in a token stream: its span, text and the JSON key it sits under. Calls of functions this
 /// file does not define (`crd::now_rfc3339()`, `Status::transition_now(..)`) go to `cands`, for the crate join
 /// to judge.
@@ -136,6 +166,28 @@ pub(super) fn volatile_in_tokens(
                 let s = l.to_string();
                 if s.starts_with('"') && toks.get(i + 1).is_some_and(|n| n.to_string() == ":") {
                     last_str = Some(s.trim_matches('"').to_string());
+                }
+                // `format!("{now}")`, `format!("{year:04}-..")`: a binding named inside the format string.
+                if s.starts_with('"') {
+                    for held in inline_format_args(&s).filter_map(|name| vars.get(name)) {
+                        match held.volatile.first() {
+                            Some(vol) if vol.via.is_none() => {
+                                return Some((
+                                    l.span(),
+                                    vol.source.clone(),
+                                    vol.key.clone().or_else(|| key.clone()),
+                                    Some(vol.span.clone()),
+                                ));
+                            }
+                            _ => {
+                                for vol in &held.volatile {
+                                    if cands.len() < MAX_CANDIDATES {
+                                        cands.push(Cand::Held(vol.clone()));
+                                    }
+                                }
+                            }
+                        }
+                    }
                 }
             }
             TokenTree::Group(g) => {
@@ -595,6 +647,93 @@ impl<'ast> Extractor<'_, 'ast> {
         }
     }
 
+    /// The parameter whose whole value one of `nodes` holds (see `Var::whole_param`).
+    pub(super) fn whole_param_in(&self, nodes: &[&Expr]) -> Option<usize> {
+        let vars = &self.fns.last()?.vars;
+        nodes
+            .iter()
+            .find_map(|n| whole_param_in_tokens(n.to_token_stream(), vars))
+    }
+
+    /// A guard on the path to what follows: `guards` counts it, `guard_params` says what it compares.
+    pub(super) fn push_guard(&mut self, cond: &Expr) {
+        self.guards += 1;
+        let whole = self.whole_param_in(&[cond]);
+        self.guard_params.push(whole);
+    }
+
+    pub(super) fn pop_guard(&mut self) {
+        self.guards -= 1;
+        self.guard_params.pop();
+    }
+
+    /// Every guard around the node being visited compares the whole value of parameter `param`: a value handed
+    /// in with a fresh timestamp makes each of them differ, so they hold nothing back.
+    pub(super) fn only_self_compared(&self, param: usize) -> bool {
+        self.guards > 0 && self.guard_params.iter().all(|g| *g == Some(param))
+    }
+
+    /// What a closure handed to a helper puts into what the helper gives it: a volatile value anywhere in it,
+    /// or what its assignments to its own parameters (`|status| status.last_seen = Some(now_rfc3339())`) call. Other
+    /// calls in it (`status.set_condition(ready(..))`) may keep an earlier value: not followed.
+    fn closure_volatiles(&self, c: &syn::ExprClosure) -> Vec<Vol> {
+        let all = self.find_volatile(&[&Expr::Closure(c.clone())]);
+        if all.first().is_some_and(|v| v.via.is_none()) {
+            return all;
+        }
+        struct Assigned<'c> {
+            params: Vec<String>,
+            rhs: Vec<&'c Expr>,
+        }
+        impl<'c> Visit<'c> for Assigned<'c> {
+            fn visit_expr_assign(&mut self, a: &'c syn::ExprAssign) {
+                if root_var(&a.left).is_some_and(|r| self.params.contains(&r)) {
+                    self.rhs.push(&a.right);
+                }
+                visit::visit_expr_assign(self, a);
+            }
+        }
+        let mut params = Vec::new();
+        for input in &c.inputs {
+            pat_idents(input, &mut params);
+        }
+        let mut v = Assigned {
+            params,
+            rhs: Vec::new(),
+        };
+        v.visit_expr(&c.body);
+        self.find_volatile(&v.rhs)
+    }
+
+    /// `mutate(&mut status)` where `mutate` is a parameter (a closure the caller hands in): what the call fills
+    /// in comes from that parameter, whatever it was built from before.
+    pub(super) fn note_param_call<'e>(
+        &mut self,
+        p: &syn::Path,
+        args: impl Iterator<Item = &'e Expr>,
+    ) {
+        let Some(name) = p.get_ident().map(|i| i.to_string()) else {
+            return;
+        };
+        let Some(f) = self.fns.last_mut() else {
+            return;
+        };
+        let Some(param) = f
+            .vars
+            .get(&name)
+            .filter(|v| !v.is_api && f.params.contains(&name))
+            .and_then(|v| v.from_param)
+        else {
+            return;
+        };
+        for a in args {
+            if let Some(v) = root_var(a).and_then(|n| f.vars.get_mut(&n)) {
+                v.from_param = Some(param);
+                v.whole_param = Some(param);
+            }
+        }
+    }
+
     /// The parameter (by position) that one of `nodes` is built from, through `let` bindings.
     pub(super) fn param_in(&self, nodes: &[&Expr]) -> Option<usize> {
         let vars = &self.fns.last()?.vars;
@@ -668,7 +807,11 @@ impl<'ast> Extractor<'_, 'ast> {
                     index,
                 });
             }
-            for v in self.find_volatile(&[a]) {
+            let vols = match a {
+                Expr::Closure(c) => self.closure_volatiles(c),
+                _ => self.find_volatile(&[a]),
+            };
+            for v in vols {
                 if branches > 0 && v.via.is_none() && !v.source.contains(" (in ") {
                     continue;
                 }

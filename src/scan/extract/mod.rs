@@ -62,6 +62,9 @@ struct Var {
     volatile: Vec<Vol>,
     /// Derived from the function's parameter at this position (`self` not counted).
     from_param: Option<usize>,
+    /// Holds that parameter's whole value, or one made from all of it (`to_value(&status)`), not one of its fields:
+    /// a comparison of it compares everything the parameter carries.
+    whole_param: Option<usize>,
     /// An object whose `status` was set.
     status_set: bool,
     /// Holds a Controller under construction (index into the file's controllers).
@@ -114,6 +117,8 @@ struct FnCtx {
     returns_duration: bool,
     /// Returns text (see `FnModel::returned_text`).
     returns_text: bool,
+    /// Per `return` met so far: does its value carry a volatile value?
+    returns_carry: Vec<bool>,
     /// Bindings the function matches against enum variants (`match phase { Phase::Done => .. }`).
     enum_vars: HashSet<String>,
     /// After a top-level `if <the object is in place, by an API read> { return }`: the reads since, which a
@@ -159,6 +164,9 @@ pub struct Extractor<'a, 'ast> {
     fns: Vec<FnCtx>,
     scopes: Vec<Scope>,
     guards: usize,
+    /// Per guard counted in `guards`: the parameter whose whole value its condition compares (see
+    /// `Var::whole_param`).
+    guard_params: Vec<Option<usize>>,
     branches: usize,
     /// Depth of error paths around the node being visited (see `Requeue::on_error`).
     error_path: usize,
@@ -216,6 +224,7 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
             fns: Vec::new(),
             scopes: Vec::new(),
             guards: 0,
+            guard_params: Vec::new(),
             branches: 0,
             err_values: 0,
             variants: Vec::new(),
@@ -321,6 +330,7 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
                     is_api: api_kind.is_some(),
                     kind: api_kind.flatten(),
                     from_param: Some(index),
+                    whole_param: Some(index),
                     ..Default::default()
                 },
             );
@@ -347,6 +357,23 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
             return;
         };
         let returned = collect_returns(block);
+        // Every value it returns carries the stamp: not one only compared with (a dedup window check), nor one
+        // that only the creation path puts in a name.
+        if ctx.model.returns_volatile.is_some() {
+            let tails_carry = collect_tails(block).iter().all(|e| {
+                volatile_in_tokens(
+                    e.to_token_stream(),
+                    &ctx.vars,
+                    &self.volatile_fns,
+                    &mut None,
+                    &mut Vec::new(),
+                )
+                .is_some()
+            });
+            if !tails_carry || !ctx.returns_carry.iter().all(|c| *c) {
+                ctx.model.returns_volatile = None;
+            }
+        }
         if ctx.returns_text
             && let [only] = &returned[..]
         {

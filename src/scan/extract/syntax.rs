@@ -322,28 +322,34 @@ pub(super) fn statement_texts(block: &syn::Block) -> Vec<String> {
     s.visit_block(block);
     s.0
 }
+/// The values a function body ends with: its tail, through if/match/blocks.
+pub(super) fn collect_tails(block: &syn::Block) -> Vec<Expr> {
+    let mut out = Vec::new();
+    tails_block(block, &mut out);
+    out
+}
+fn tails(e: &Expr, out: &mut Vec<Expr>) {
+    match e {
+        Expr::If(i) => {
+            tails_block(&i.then_branch, out);
+            if let Some((_, el)) = &i.else_branch {
+                tails(el, out);
+            }
+        }
+        Expr::Match(m) => m.arms.iter().for_each(|a| tails(&a.body, out)),
+        Expr::Block(b) => tails_block(&b.block, out),
+        Expr::Paren(p) => tails(&p.expr, out),
+        Expr::Return(_) => {}
+        other => out.push(other.clone()),
+    }
+}
+fn tails_block(b: &syn::Block, out: &mut Vec<Expr>) {
+    if let Some(Stmt::Expr(e, None)) = b.stmts.last() {
+        tails(e, out);
+    }
+}
 /// Every value a function body can return: the tail (through if/match/blocks) and `return` exprs.
 pub(super) fn collect_returns(block: &syn::Block) -> Vec<Expr> {
-    fn tails(e: &Expr, out: &mut Vec<Expr>) {
-        match e {
-            Expr::If(i) => {
-                tails_block(&i.then_branch, out);
-                if let Some((_, el)) = &i.else_branch {
-                    tails(el, out);
-                }
-            }
-            Expr::Match(m) => m.arms.iter().for_each(|a| tails(&a.body, out)),
-            Expr::Block(b) => tails_block(&b.block, out),
-            Expr::Paren(p) => tails(&p.expr, out),
-            Expr::Return(_) => {}
-            other => out.push(other.clone()),
-        }
-    }
-    fn tails_block(b: &syn::Block, out: &mut Vec<Expr>) {
-        if let Some(Stmt::Expr(e, None)) = b.stmts.last() {
-            tails(e, out);
-        }
-    }
     struct R(Vec<Expr>);
     impl<'ast> Visit<'ast> for R {
         fn visit_expr_return(&mut self, r: &'ast syn::ExprReturn) {
@@ -355,8 +361,7 @@ pub(super) fn collect_returns(block: &syn::Block) -> Vec<Expr> {
         fn visit_item_fn(&mut self, _: &'ast syn::ItemFn) {}
         fn visit_expr_async(&mut self, _: &'ast syn::ExprAsync) {}
     }
-    let mut out = Vec::new();
-    tails_block(block, &mut out);
+    let mut out = collect_tails(block);
     let mut r = R(Vec::new());
     r.visit_block(block);
     out.extend(r.0);

@@ -53,6 +53,7 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
     fn visit_block(&mut self, b: &'ast syn::Block) {
         self.block_writes.push(Written::Nothing);
         let saved = self.guards;
+        let saved_params = self.guard_params.len();
         for (i, s) in b.stmts.iter().enumerate() {
             self.visit_stmt(s);
             // `if nothing_changed { return ... }` guards everything after it in this block.
@@ -61,7 +62,7 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
                 && is_write_guard(&ifx.cond)
                 && contains_return(&ifx.then_branch)
             {
-                self.guards += 1;
+                self.push_guard(&ifx.cond);
             }
             if let Stmt::Local(l) = s
                 && let Some(init) = &l.init
@@ -70,6 +71,7 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
             {
                 // `let Some(x) = … else { return }`: a presence guard.
                 self.guards += 1;
+                self.guard_params.push(None);
             }
             // A sync guard held across a later `.await` in the same block.
             if let Stmt::Local(l) = s
@@ -113,6 +115,7 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
             }
         }
         self.guards = saved;
+        self.guard_params.truncate(saved_params);
         self.block_writes.pop();
     }
 
@@ -147,6 +150,7 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
             self.find_volatile(&[expr])
         };
         let from_param = self.param_in(&[expr]);
+        let whole_param = self.whole_param_in(&[expr]);
         let status_set = self.has_status(expr, 0) && names.len() == 1;
         let controller = if let Expr::Path(_) | Expr::MethodCall(_) | Expr::Call(_) = expr {
             let mut calls = Vec::new();
@@ -175,6 +179,7 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
                     init: (names.len() == 1).then(|| expr.clone()),
                     volatile: volatile.clone(),
                     from_param,
+                    whole_param,
                     status_set,
                     controller,
                     of_self,
@@ -354,6 +359,7 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
                 self.mark_write(&name);
             }
             self.record_volatile_args(last_ident(&p.path), c.args.iter());
+            self.note_param_call(&p.path, c.args.iter());
             if p.path.segments.first().is_some_and(|s| s.ident == "Self") {
                 let args: Vec<&Expr> = c.args.iter().collect();
                 self.note_stored_controller(&args);
@@ -478,7 +484,7 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
         let checks_by_reading = self.read_since(calls_before);
         let guard = is_write_guard(&i.cond);
         if guard {
-            self.guards += 1;
+            self.push_guard(&i.cond);
         }
         self.branches += 1;
         let on_error = is_error_condition(&i.cond);
@@ -502,7 +508,7 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
         self.branches -= 1;
         self.every_arm_wrote(&wrote);
         if guard {
-            self.guards -= 1;
+            self.pop_guard();
         }
         // `if api.get_opt(name).await?.is_some() { return Ok(()) }`: what follows runs only to put it in place.
         // Not in a function that returns an Action: a reconcile's early returns (suspended, parent missing) leave
@@ -584,6 +590,26 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
         self.branches = 0;
         self.with_scope(Scope::Closure, |s| visit::visit_expr_closure(s, c));
         self.branches = saved;
+    }
+
+    fn visit_expr_return(&mut self, r: &'ast syn::ExprReturn) {
+        // Judged with the bindings as they stand here: a later `let` of the same name is another value.
+        if let Some(e) = &r.expr
+            && self.current_scope() != Some(Scope::Closure)
+            && self
+                .fns
+                .last()
+                .is_some_and(|f| f.model.returns_volatile.is_some())
+        {
+            let carries = self
+                .find_volatile(&[e])
+                .first()
+                .is_some_and(|v| v.via.is_none());
+            if let Some(f) = self.fns.last_mut() {
+                f.returns_carry.push(carries);
+            }
+        }
+        visit::visit_expr_return(self, r);
     }
 
     fn visit_expr_async(&mut self, a: &'ast syn::ExprAsync) {
