@@ -14,12 +14,14 @@ use syn::visit::{self, Visit};
 use syn::{Expr, FnArg, Pat, Stmt, Type};
 
 mod api_calls;
+mod blocking;
 mod controllers;
 mod flow;
 mod loops;
 mod metric_labels;
 mod paths;
 mod syntax;
+mod volatile;
 mod walk;
 
 use api_calls::*;
@@ -27,6 +29,7 @@ pub use controllers::mark_namespaced_builders;
 use controllers::*;
 use flow::*;
 use syntax::*;
+use volatile::*;
 
 /// Converts a proc-macro2 span into a 1-based [`Span`].
 pub fn to_span(file: &str, s: proc_macro2::Span) -> Span {

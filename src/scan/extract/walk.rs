@@ -74,44 +74,8 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
                 self.guard_params.push(None);
             }
             // A sync guard held across a later `.await` in the same block.
-            if let Stmt::Local(l) = s
-                && let Some(init) = &l.init
-            {
-                let t = compact(&init.expr);
-                // The guard itself, not a block that takes and drops one inside.
-                let is_chain = matches!(&*init.expr, Expr::MethodCall(_) | Expr::Try(_));
-                let sync_lock = is_chain
-                    && [".lock()", ".write()", ".read()"].iter().any(|l| {
-                        t.ends_with(l)
-                            || t.ends_with(&format!("{l}.unwrap()"))
-                            || t.ends_with(&format!("{l}?"))
-                            || t.contains(&format!("{l}.expect("))
-                    })
-                    && !t.contains(".await");
-                if sync_lock && let Some(g) = pat_ident(&l.pat) {
-                    let rest = &b.stmts[i + 1..];
-                    let mut across = false;
-                    for r in rest {
-                        let rt = compact(r);
-                        if rt.contains(&format!("drop({g})")) {
-                            break;
-                        }
-                        if rt.contains(".await") {
-                            across = true;
-                            break;
-                        }
-                    }
-                    if across && self.blocking_ok == 0 {
-                        let span = self.span(l.span());
-                        if let Some(f) = self.fns.last_mut() {
-                            f.model.blocking.push(Site {
-                                span,
-                                what: format!("std Mutex guard `{g}` held across .await"),
-                                in_fn: f.model.name.clone(),
-                            });
-                        }
-                    }
-                }
+            if let Stmt::Local(l) = s {
+                self.note_sync_guard(l, &b.stmts[i + 1..]);
             }
         }
         self.guards = saved;

@@ -1,0 +1,524 @@
+//! Volatile values (`Utc::now()`, uuids, a crate's `fn now_rfc3339()`): the calls that make them, the functions
+//! that return them, and where a file sees them carried: into bindings, write bodies, arguments and the closures
+//! handed to helpers.
+
+use super::*;
+
+/// Calls that produce a new value every time they run.
+pub(super) const VOLATILE: &[(&str, &str)] = &[
+    ("Utc", "now"),
+    ("Local", "now"),
+    ("Timestamp", "now"),
+    ("Zoned", "now"),
+    ("SystemTime", "now"),
+    ("OffsetDateTime", "now_utc"),
+    ("Uuid", "new_v4"),
+    ("Uuid", "now_v7"),
+    ("rand", "random"),
+    ("rand", "thread_rng"),
+];
+/// Methods whose arguments give a value only when there is none: what they stamp is not stamped on every call.
+const FALLBACKS: &[&str] = &[
+    "unwrap_or",
+    "unwrap_or_else",
+    "or",
+    "or_else",
+    "map_or",
+    "map_or_else",
+    "get_or_insert_with",
+    "or_insert_with",
+];
+/// A method that takes a value only for when there is none: `unwrap_or_else`, `phase_since_or`.
+pub(super) fn is_fallback(method: &str) -> bool {
+    FALLBACKS.contains(&method) || method.ends_with("_or") || method.ends_with("_or_else")
+}
+/// At most this many calls of functions the file cannot see into are kept per value (see [`Vol::via`]).
+pub(super) const MAX_CANDIDATES: usize = 4;
+/// The bindings a format string names inline: `year` and `month` in `"{year:04}-{month:02}"`.
+fn inline_format_args(lit: &str) -> impl Iterator<Item = &str> {
+    lit.split('{').skip(1).filter_map(|p| {
+        let name = p.split(['}', ':']).next()?;
+        (!name.is_empty()
+            && name.chars().all(|c| c.is_alphanumeric() || c == '_')
+            && !name.starts_with(|c: char| c.is_ascii_digit()))
+        .then_some(name)
+    })
+}
+/// A call of a function the file cannot see into, met in a value: here, or earlier in a variable it reads.
+pub(super) enum Cand {
+    Call(proc_macro2::Span, String, Option<String>),
+    Held(Vol),
+}
+/// Functions every type has: a call `x.default()` or `T::new()` says nothing about which one runs.
+const EVERY_TYPE: &[&str] = &[
+    "default",
+    "new",
+    "from",
+    "into",
+    "clone",
+    "fmt",
+    "with_capacity",
+];
+/// Keywords that a parenthesis may follow without being a call.
+const NOT_CALLS: &[&str] = &[
+    "match", "if", "while", "return", "in", "move", "for", "let", "as", "mut",
+];
+/// Finds a volatile call in a token stream: its span, text and the JSON key it sits under. Calls of functions this
+/// file does not define (`crd::now_rfc3339()`, `Status::transition_now(..)`) go to `cands`, for the crate join
+/// to judge.
+pub(super) fn volatile_in_tokens(
+    ts: TokenStream,
+    vars: &HashMap<String, Var>,
+    vfns: &HashMap<String, (Span, String)>,
+    key: &mut Option<String>,
+    cands: &mut Vec<Cand>,
+) -> Option<(proc_macro2::Span, String, Option<String>, Option<Span>)> {
+    let toks: Vec<TokenTree> = ts.into_iter().collect();
+    let mut last_str: Option<String> = None;
+    for (i, t) in toks.iter().enumerate() {
+        match t {
+            TokenTree::Literal(l) => {
+                let s = l.to_string();
+                if s.starts_with('"') && toks.get(i + 1).is_some_and(|n| n.to_string() == ":") {
+                    last_str = Some(s.trim_matches('"').to_string());
+                }
+                // `format!("{now}")`, `format!("{year:04}-..")`: a binding named inside the format string.
+                if s.starts_with('"') {
+                    for held in inline_format_args(&s).filter_map(|name| vars.get(name)) {
+                        match held.volatile.first() {
+                            Some(vol) if vol.via.is_none() => {
+                                return Some((
+                                    l.span(),
+                                    vol.source.clone(),
+                                    vol.key.clone().or_else(|| key.clone()),
+                                    Some(vol.span.clone()),
+                                ));
+                            }
+                            _ => {
+                                for vol in &held.volatile {
+                                    if cands.len() < MAX_CANDIDATES {
+                                        cands.push(Cand::Held(vol.clone()));
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            TokenTree::Group(g) => {
+                // `.observed_since_or(Utc::now())`, `.unwrap_or_else(|| Utc::now())`: a fallback for a value
+                // that is kept when there is one.
+                if i >= 2
+                    && toks[i - 2].to_string() == "."
+                    && let TokenTree::Ident(m) = &toks[i - 1]
+                    && is_fallback(&m.to_string())
+                {
+                    continue;
+                }
+                let mut k = last_str.clone().or_else(|| key.clone());
+                if let Some(hit) = volatile_in_tokens(g.stream(), vars, vfns, &mut k, cands) {
+                    return Some(hit);
+                }
+            }
+            TokenTree::Ident(id) => {
+                let name = id.to_string();
+                // `Utc :: now`: ident, ':', ':', ident
+                if let (Some(TokenTree::Punct(p1)), Some(TokenTree::Ident(f))) =
+                    (toks.get(i + 1), toks.get(i + 3))
+                    && p1.as_char() == ':'
+                {
+                    let fname = f.to_string();
+                    if VOLATILE.iter().any(|(t, m)| *t == name && *m == fname) {
+                        // From `Utc` to the call's closing parenthesis, so the whole call is underlined.
+                        let whole = match toks.get(i + 4) {
+                            Some(TokenTree::Group(args)) => id.span().join(args.span()),
+                            _ => id.span().join(f.span()),
+                        };
+                        return Some((
+                            whole.unwrap_or_else(|| id.span()),
+                            format!("{name}::{fname}()"),
+                            last_str.clone().or_else(|| key.clone()),
+                            None,
+                        ));
+                    }
+                }
+                let after_dot = i > 0 && toks[i - 1].to_string() == ".";
+                let called = matches!(toks.get(i + 1), Some(TokenTree::Group(g))
+                    if g.delimiter() == proc_macro2::Delimiter::Parenthesis);
+                // A call of this file's function that returns a volatile value: `build_status(&obj)`.
+                if called && let Some((span, src)) = vfns.get(&name) {
+                    return Some((
+                        id.span(),
+                        format!("{src} (in {name})"),
+                        last_str.clone().or_else(|| key.clone()),
+                        Some(span.clone()),
+                    ));
+                }
+                // A function of another file or crate, by its last qualifier: `Status::transition_now`. Tuple
+                // structs and variants (`Some(..)`, `Patch::Merge(..)`) start upper-case; methods follow a dot.
+                if called
+                    && !after_dot
+                    && cands.len() < MAX_CANDIDATES
+                    && name.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
+                    && !NOT_CALLS.contains(&name.as_str())
+                    && !EVERY_TYPE.contains(&name.as_str())
+                {
+                    let qualifier = match (i.checked_sub(3).map(|q| &toks[q]), i.checked_sub(1)) {
+                        (Some(TokenTree::Ident(q)), Some(c)) if toks[c].to_string() == ":" => {
+                            Some(q.to_string())
+                        }
+                        _ => None,
+                    };
+                    let callee = match qualifier {
+                        Some(q) if q != "crate" && q != "self" => format!("{q}::{name}"),
+                        _ => name.clone(),
+                    };
+                    cands.push(Cand::Call(
+                        id.span(),
+                        callee,
+                        last_str.clone().or_else(|| key.clone()),
+                    ));
+                }
+                if !after_dot && let Some(v) = vars.get(&name) {
+                    match v.volatile.first() {
+                        Some(vol) if vol.via.is_none() => {
+                            return Some((
+                                id.span(),
+                                vol.source.clone(),
+                                vol.key
+                                    .clone()
+                                    .or_else(|| last_str.clone())
+                                    .or_else(|| key.clone()),
+                                Some(vol.span.clone()),
+                            ));
+                        }
+                        _ => {
+                            for vol in &v.volatile {
+                                if cands.len() < MAX_CANDIDATES {
+                                    let mut vol = vol.clone();
+                                    vol.key = vol
+                                        .key
+                                        .or_else(|| last_str.clone())
+                                        .or_else(|| key.clone());
+                                    cands.push(Cand::Held(vol));
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            TokenTree::Punct(_) => {}
+        }
+    }
+    None
+}
+impl PrePass<'_, '_, '_> {
+    /// Records `name` when its body calls a volatile source and it returns something that can carry the value
+    /// (not `()`, `bool`, an `Action` or a duration).
+    pub(super) fn volatile_fn(&mut self, name: String, sig: &syn::Signature, block: &syn::Block) {
+        if EVERY_TYPE.contains(&name.as_str()) {
+            return;
+        }
+        let ret = match &sig.output {
+            syn::ReturnType::Default => return,
+            syn::ReturnType::Type(_, t) => compact(t),
+        };
+        if ret == "bool"
+            || ["Action", "Duration", "Instant"]
+                .iter()
+                .any(|t| ret.contains(t))
+        {
+            return;
+        }
+        let mut v = UnconditionalVolatile {
+            branches: 0,
+            found: None,
+            known: &self.ex.volatile_fns,
+        };
+        v.visit_block(block);
+        match v.found {
+            Some(Found::Source(sp, src)) => {
+                let span = self.ex.span(sp);
+                self.ex.volatile_fns.insert(name, (span, src));
+            }
+            Some(Found::Known(span, src)) => {
+                self.ex.volatile_fns.insert(name, (span, src));
+            }
+            None => {}
+        }
+    }
+}
+
+/// Runs [`PrePass::volatile_fn`] over every function again, so that a function returning what another one
+/// stamped (`generate_status` → `conditions` → `Utc::now()`) is known too.
+pub(super) struct VolatileFnPass<'x, 'a, 'ast> {
+    pub(super) pre: PrePass<'x, 'a, 'ast>,
+}
+impl<'ast> Visit<'ast> for VolatileFnPass<'_, '_, 'ast> {
+    fn visit_item_fn(&mut self, f: &'ast syn::ItemFn) {
+        if !is_test_code(&f.attrs)
+            && !self
+                .pre
+                .ex
+                .volatile_fns
+                .contains_key(&f.sig.ident.to_string())
+        {
+            self.pre
+                .volatile_fn(f.sig.ident.to_string(), &f.sig, &f.block);
+        }
+    }
+    fn visit_impl_item_fn(&mut self, f: &'ast syn::ImplItemFn) {
+        if !self
+            .pre
+            .ex
+            .volatile_fns
+            .contains_key(&f.sig.ident.to_string())
+        {
+            self.pre
+                .volatile_fn(f.sig.ident.to_string(), &f.sig, &f.block);
+        }
+    }
+}
+
+/// What [`UnconditionalVolatile`] found: a volatile source itself, or a call of a function known to return one.
+pub(super) enum Found {
+    Source(proc_macro2::Span, String),
+    Known(Span, String),
+}
+/// The first volatile call of a function body that runs whatever the branch: one inside an `if` or `match` arm is
+/// how a value is kept unless something changed (a condition's transition time), so it does not count.
+pub(super) struct UnconditionalVolatile<'k> {
+    branches: usize,
+    found: Option<Found>,
+    /// This file's functions already known to return a volatile value.
+    known: &'k HashMap<String, (Span, String)>,
+}
+impl UnconditionalVolatile<'_> {
+    fn known_call(&mut self, name: &str) {
+        if self.found.is_none()
+            && self.branches == 0
+            && let Some((span, src)) = self.known.get(name)
+        {
+            self.found = Some(Found::Known(span.clone(), format!("{src} (in {name})")));
+        }
+    }
+}
+impl<'ast> Visit<'ast> for UnconditionalVolatile<'_> {
+    // `vec![condition(..)]`, `format!("{}", Utc::now())`: a macro whose body is expressions is looked into.
+    fn visit_macro(&mut self, m: &'ast syn::Macro) {
+        use syn::punctuated::Punctuated;
+        if let Ok(args) = m.parse_body_with(Punctuated::<Expr, syn::Token![,]>::parse_terminated) {
+            for a in &args {
+                self.visit_expr(a);
+            }
+        }
+    }
+
+    fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
+        let method = m.method.to_string();
+        self.known_call(&method);
+        // `.unwrap_or_else(|| Time(Timestamp::now()))`: the stamp is the fallback when no earlier one is kept.
+        if is_fallback(&method) {
+            self.visit_expr(&m.receiver);
+            self.branches += 1;
+            for a in &m.args {
+                self.visit_expr(a);
+            }
+            self.branches -= 1;
+            return;
+        }
+        visit::visit_expr_method_call(self, m);
+    }
+
+    fn visit_expr_call(&mut self, c: &'ast syn::ExprCall) {
+        if let Expr::Path(p) = &*c.func
+            && let Some(last) = p.path.segments.last()
+        {
+            self.known_call(&last.ident.to_string());
+        }
+        if self.found.is_none()
+            && self.branches == 0
+            && let Expr::Path(p) = &*c.func
+            && p.path.segments.len() >= 2
+        {
+            let n = p.path.segments.len();
+            let (ty, f) = (
+                p.path.segments[n - 2].ident.to_string(),
+                p.path.segments[n - 1].ident.to_string(),
+            );
+            if VOLATILE.iter().any(|(t, m)| *t == ty && *m == f) {
+                let span = c
+                    .func
+                    .span()
+                    .join(c.paren_token.span.close())
+                    .unwrap_or_else(|| c.func.span());
+                self.found = Some(Found::Source(span, format!("{ty}::{f}()")));
+            }
+        }
+        visit::visit_expr_call(self, c);
+    }
+
+    fn visit_expr_if(&mut self, i: &'ast syn::ExprIf) {
+        self.visit_expr(&i.cond);
+        self.branches += 1;
+        self.visit_block(&i.then_branch);
+        if let Some((_, e)) = &i.else_branch {
+            self.visit_expr(e);
+        }
+        self.branches -= 1;
+    }
+
+    fn visit_expr_match(&mut self, m: &'ast syn::ExprMatch) {
+        self.visit_expr(&m.expr);
+        // Every arm stamps it (`true => Condition { .., now }`, `false => Condition { .., now }`): it is stamped
+        // whatever the branch.
+        if self.found.is_none() && self.branches == 0 && !m.arms.is_empty() {
+            let per_arm: Vec<Option<Found>> = m
+                .arms
+                .iter()
+                .map(|arm| {
+                    let mut v = UnconditionalVolatile {
+                        branches: 0,
+                        found: None,
+                        known: self.known,
+                    };
+                    v.visit_expr(&arm.body);
+                    v.found
+                })
+                .collect();
+            if per_arm.iter().all(Option::is_some) {
+                self.found = per_arm.into_iter().flatten().next();
+                return;
+            }
+        }
+        self.branches += 1;
+        for arm in &m.arms {
+            self.visit_expr(&arm.body);
+        }
+        self.branches -= 1;
+    }
+
+    fn visit_item_fn(&mut self, _: &'ast syn::ItemFn) {}
+}
+impl<'ast> Extractor<'_, 'ast> {
+    /// What a closure handed to a helper puts into what the helper gives it: a volatile value anywhere in it,
+    /// or what its assignments to its own parameters (`|status| status.last_seen = Some(now_rfc3339())`) call. Other
+    /// calls in it (`status.set_condition(ready(..))`) may keep an earlier value: not followed.
+    fn closure_volatiles(&self, c: &syn::ExprClosure) -> Vec<Vol> {
+        let all = self.find_volatile(&[&Expr::Closure(c.clone())]);
+        if all.first().is_some_and(|v| v.via.is_none()) {
+            return all;
+        }
+        struct Assigned<'c> {
+            params: Vec<String>,
+            rhs: Vec<&'c Expr>,
+        }
+        impl<'c> Visit<'c> for Assigned<'c> {
+            fn visit_expr_assign(&mut self, a: &'c syn::ExprAssign) {
+                if root_var(&a.left).is_some_and(|r| self.params.contains(&r)) {
+                    self.rhs.push(&a.right);
+                }
+                visit::visit_expr_assign(self, a);
+            }
+        }
+        let mut params = Vec::new();
+        for input in &c.inputs {
+            pat_idents(input, &mut params);
+        }
+        let mut v = Assigned {
+            params,
+            rhs: Vec::new(),
+        };
+        v.visit_expr(&c.body);
+        self.find_volatile(&v.rhs)
+    }
+
+    /// The volatile value one of `nodes` carries: the first one the file can see, else up to
+    /// [`MAX_CANDIDATES`] calls of functions it cannot see into (each with `via` set).
+    pub(super) fn find_volatile(&self, nodes: &[&Expr]) -> Vec<Vol> {
+        let Some(f) = self.fns.last() else {
+            return Vec::new();
+        };
+        let mut cands = Vec::new();
+        for n in nodes {
+            let mut key = None;
+            if let Some((sp, src, k, origin)) = volatile_in_tokens(
+                n.to_token_stream(),
+                &f.vars,
+                &self.volatile_fns,
+                &mut key,
+                &mut cands,
+            ) {
+                let span = origin.unwrap_or_else(|| self.span(sp));
+                return vec![Vol {
+                    span,
+                    source: src,
+                    key: k,
+                    via: None,
+                }];
+            }
+        }
+        cands
+            .into_iter()
+            .map(|c| match c {
+                Cand::Call(sp, callee, key) => Vol {
+                    span: self.span(sp),
+                    source: callee.clone(),
+                    key,
+                    via: Some(callee),
+                },
+                Cand::Held(v) => v,
+            })
+            .collect()
+    }
+
+    /// Volatile values among a call's arguments, for the crate join to follow into the callee's writes. Not for
+    /// kube's own verbs (their bodies are judged where they stand), not behind a compare-before-write guard, and on
+    /// a branch only when a helper built the value (`build_status(..)`, which stamps it on every call).
+    pub(super) fn record_volatile_args<'e>(
+        &mut self,
+        callee: String,
+        args: impl Iterator<Item = &'e Expr>,
+    ) {
+        if self.guards > 0
+            || WRITE_METHODS.contains(&callee.as_str())
+            || READ_METHODS.contains(&callee.as_str())
+        {
+            return;
+        }
+        let branches = self.branches;
+        let mut found: Vec<VolatileArg> = Vec::new();
+        let mut passes: Vec<ParamPass> = Vec::new();
+        let takes_params = self.fns.last().is_some_and(|f| !f.params.is_empty());
+        for (index, a) in args.enumerate() {
+            if takes_params && let Some(param) = self.param_in(&[a]) {
+                passes.push(ParamPass {
+                    param,
+                    callee: callee.clone(),
+                    index,
+                });
+            }
+            let vols = match a {
+                Expr::Closure(c) => self.closure_volatiles(c),
+                _ => self.find_volatile(&[a]),
+            };
+            for v in vols {
+                if branches > 0 && v.via.is_none() && !v.source.contains(" (in ") {
+                    continue;
+                }
+                found.push(VolatileArg {
+                    callee: callee.clone(),
+                    index,
+                    span: v.span,
+                    source: v.source,
+                    key: v.key,
+                    via: v.via,
+                });
+            }
+        }
+        if let Some(f) = self.fns.last_mut() {
+            f.model.volatile_args.extend(found);
+            f.model.param_passes.extend(passes);
+        }
+    }
+}
