@@ -254,29 +254,22 @@ impl PrePass<'_, '_, '_> {
 pub(super) struct VolatileFnPass<'x, 'a, 'ast> {
     pub(super) pre: PrePass<'x, 'a, 'ast>,
 }
+impl VolatileFnPass<'_, '_, '_> {
+    fn again(&mut self, sig: &syn::Signature, block: &syn::Block) {
+        let name = sig.ident.to_string();
+        if !self.pre.ex.volatile_fns.contains_key(&name) {
+            self.pre.volatile_fn(name, sig, block);
+        }
+    }
+}
 impl<'ast> Visit<'ast> for VolatileFnPass<'_, '_, 'ast> {
     fn visit_item_fn(&mut self, f: &'ast syn::ItemFn) {
-        if !is_test_code(&f.attrs)
-            && !self
-                .pre
-                .ex
-                .volatile_fns
-                .contains_key(&f.sig.ident.to_string())
-        {
-            self.pre
-                .volatile_fn(f.sig.ident.to_string(), &f.sig, &f.block);
+        if !is_test_code(&f.attrs) {
+            self.again(&f.sig, &f.block);
         }
     }
     fn visit_impl_item_fn(&mut self, f: &'ast syn::ImplItemFn) {
-        if !self
-            .pre
-            .ex
-            .volatile_fns
-            .contains_key(&f.sig.ident.to_string())
-        {
-            self.pre
-                .volatile_fn(f.sig.ident.to_string(), &f.sig, &f.block);
-        }
+        self.again(&f.sig, &f.block);
     }
 }
 

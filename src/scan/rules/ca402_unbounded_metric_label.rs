@@ -68,25 +68,11 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
 /// when that text grows with objects or errors: the helper's name and its returned text. The Debug text of the
 /// receiver counts only for an error type's method (an error's fields carry free text; a plain enum's do not).
 fn text_helper(cx: &Ctx<'_>, file: usize, text: &str) -> Option<(String, String)> {
-    let targets = match syn::parse_str::<syn::Expr>(text).ok()? {
-        syn::Expr::MethodCall(m) if m.args.is_empty() => {
-            cx.unit.resolve_method(&m.method.to_string())
-        }
-        syn::Expr::Call(c) => match &*c.func {
-            syn::Expr::Path(p) => {
-                let segs: Vec<String> = p
-                    .path
-                    .segments
-                    .iter()
-                    .map(|s| s.ident.to_string())
-                    .collect();
-                cx.unit
-                    .resolve(&segs[segs.len().saturating_sub(2)..].join("::"), file)
-            }
-            _ => return None,
-        },
-        _ => return None,
-    };
+    let call = syn::parse_str::<syn::Expr>(text).ok()?;
+    if matches!(&call, syn::Expr::MethodCall(m) if !m.args.is_empty()) {
+        return None;
+    }
+    let targets = cx.unit.resolve_call_expr(&call, file);
     let [target] = targets[..] else {
         return None;
     };

@@ -53,6 +53,27 @@ impl Unit<'_> {
         })
     }
 
+    /// The crate functions a call expression may run: a method call without arguments (`e.metric_label()`) among
+    /// the crate's methods, a call (`requeue::delay(..)`) by its name and module.
+    pub fn resolve_call_expr(&self, e: &syn::Expr, from_file: usize) -> Vec<FnId> {
+        match e {
+            syn::Expr::MethodCall(m) => self.resolve_method(&m.method.to_string()),
+            syn::Expr::Call(c) => match &*c.func {
+                syn::Expr::Path(p) => {
+                    let segs: Vec<String> = p
+                        .path
+                        .segments
+                        .iter()
+                        .map(|s| s.ident.to_string())
+                        .collect();
+                    self.resolve(&segs[segs.len().saturating_sub(2)..].join("::"), from_file)
+                }
+                _ => Vec::new(),
+            },
+            _ => Vec::new(),
+        }
+    }
+
     /// `err.retry_after().unwrap_or(DEFAULT)` (or `unwrap_or_else(|| DEFAULT)`) where the crate's `retry_after`
     /// returns that same constant or `None` on every path: the constant.
     pub(super) fn duration_or_default(&self, e: &syn::Expr, from_file: usize) -> Option<f64> {
@@ -65,22 +86,7 @@ impl Unit<'_> {
             _ => return None,
         };
         let default = duration_secs(fallback, &self.consts, &|_| None)?;
-        let targets = match &*m.receiver {
-            syn::Expr::MethodCall(inner) => self.resolve_method(&inner.method.to_string()),
-            syn::Expr::Call(c) => match &*c.func {
-                syn::Expr::Path(p) => {
-                    let segs: Vec<String> = p
-                        .path
-                        .segments
-                        .iter()
-                        .map(|s| s.ident.to_string())
-                        .collect();
-                    self.resolve(&segs[segs.len().saturating_sub(2)..].join("::"), from_file)
-                }
-                _ => return None,
-            },
-            _ => return None,
-        };
+        let targets = self.resolve_call_expr(&m.receiver, from_file);
         let [target] = targets[..] else {
             return None;
         };
