@@ -395,7 +395,10 @@ impl<'ast> Extractor<'_, 'ast> {
     /// `.run(..)` on a Controller a method takes from `self`: recorded for the crate join to link with the
     /// Controller the type was built with (see `ControllerModel::stored_in`).
     fn note_self_run(&mut self, root: &Expr, calls: &[&syn::ExprMethodCall]) {
-        let Some(self_ty) = self.fns.last().and_then(|f| f.model.self_ty.clone()) else {
+        let Some(run) = calls
+            .iter()
+            .find(|m| m.method == "run" && m.args.len() == 3)
+        else {
             return;
         };
         let of_self = match root {
@@ -407,15 +410,14 @@ impl<'ast> Extractor<'_, 'ast> {
                 .is_some_and(|v| v.of_self),
             _ => false,
         };
-        let Some(run) = calls
-            .iter()
-            .find(|m| m.method == "run" && m.args.len() == 3)
+        let Some(self_ty) = self
+            .fns
+            .last()
+            .and_then(|f| f.model.self_ty.clone())
+            .filter(|_| of_self)
         else {
             return;
         };
-        if !of_self {
-            return;
-        }
         let config = calls
             .iter()
             .rev()
