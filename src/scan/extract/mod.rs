@@ -159,7 +159,7 @@ pub struct Extractor<'a, 'ast> {
     aliases: &'a std::collections::BTreeMap<String, String>,
     consts: HashMap<String, f64>,
     /// Functions of this file that return a value built from a volatile call: name → (where, what).
-    volatile_fns: HashMap<String, (Span, String)>,
+    volatile_fns: HashMap<String, VolatileFn>,
     api_fields: HashMap<String, String>,
     /// Functions of this file that return a `Controller<K>`: name → (has predicate, config set).
     controller_builders: HashMap<String, ControllerBuilder>,
@@ -292,14 +292,11 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
     ) {
         let mut ctx = FnCtx::default();
         let ret = compact(&sig.output);
-        ctx.model.returns_volatile =
-            self.volatile_fns
-                .get(&name)
-                .map(|(span, source)| VolatileReturn {
-                    span: span.clone(),
-                    source: source.clone(),
-                    clock: sig.inputs.is_empty(),
-                });
+        ctx.model.returns_volatile = self.volatile_fns.get(&name).map(|v| VolatileReturn {
+            span: v.span.clone(),
+            source: v.source.clone(),
+            clock: v.clock,
+        });
         ctx.model.name = name;
         ctx.model.self_ty = self_ty;
         ctx.model.is_async = sig.asyncness.is_some();

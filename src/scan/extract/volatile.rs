@@ -69,7 +69,7 @@ const NOT_CALLS: &[&str] = &[
 pub(super) fn volatile_in_tokens(
     ts: TokenStream,
     vars: &HashMap<String, Var>,
-    vfns: &HashMap<String, (Span, String)>,
+    vfns: &HashMap<String, VolatileFn>,
     key: &mut Option<String>,
     cands: &mut Vec<Cand>,
 ) -> Option<(proc_macro2::Span, String, Option<String>, Option<Span>)> {
@@ -146,12 +146,13 @@ pub(super) fn volatile_in_tokens(
                 let called = matches!(toks.get(i + 1), Some(TokenTree::Group(g))
                     if g.delimiter() == proc_macro2::Delimiter::Parenthesis);
                 // A call of this file's function that returns a volatile value: `build_status(&obj)`.
-                if called && let Some((span, src)) = vfns.get(&name) {
+                // A clock (`fn now_rfc3339() -> String`) stamps nothing of its own: the call is the source.
+                if called && let Some(f) = vfns.get(&name) {
                     return Some((
                         id.span(),
-                        format!("{src} (in {name})"),
+                        format!("{} (in {name})", f.source),
                         last_str.clone().or_else(|| key.clone()),
-                        Some(span.clone()),
+                        (!f.clock).then(|| f.span.clone()),
                     ));
                 }
                 // A function of another file or crate, by its last qualifier: `Status::transition_now`. Tuple
@@ -236,16 +237,20 @@ impl PrePass<'_, '_, '_> {
             known: &self.ex.volatile_fns,
         };
         v.visit_block(block);
-        match v.found {
-            Some(Found::Source(sp, src)) => {
-                let span = self.ex.span(sp);
-                self.ex.volatile_fns.insert(name, (span, src));
-            }
-            Some(Found::Known(span, src)) => {
-                self.ex.volatile_fns.insert(name, (span, src));
-            }
-            None => {}
-        }
+        let (span, source) = match v.found {
+            Some(Found::Source(sp, src)) => (self.ex.span(sp), src),
+            Some(Found::Known(span, src)) => (span, src),
+            None => return,
+        };
+        let clock = sig.inputs.is_empty();
+        self.ex.volatile_fns.insert(
+            name,
+            VolatileFn {
+                span,
+                source,
+                clock,
+            },
+        );
     }
 }
 
@@ -273,6 +278,16 @@ impl<'ast> Visit<'ast> for VolatileFnPass<'_, '_, 'ast> {
     }
 }
 
+/// A function of this file that returns a volatile value (see `FnModel::returns_volatile`).
+#[derive(Debug)]
+pub(super) struct VolatileFn {
+    /// Where the volatile source is called.
+    pub(super) span: Span,
+    /// The producing expression: `Utc::now()`.
+    pub(super) source: String,
+    /// Takes no parameters: a clock, whose callers' values are their own.
+    pub(super) clock: bool,
+}
 /// What [`UnconditionalVolatile`] found: a volatile source itself, or a call of a function known to return one.
 pub(super) enum Found {
     Source(proc_macro2::Span, String),
@@ -284,15 +299,21 @@ pub(super) struct UnconditionalVolatile<'k> {
     branches: usize,
     found: Option<Found>,
     /// This file's functions already known to return a volatile value.
-    known: &'k HashMap<String, (Span, String)>,
+    known: &'k HashMap<String, VolatileFn>,
 }
 impl UnconditionalVolatile<'_> {
-    fn known_call(&mut self, name: &str) {
+    /// A call of a function known to return a volatile value, at `at`: a clock's value is stamped here.
+    fn known_call(&mut self, name: &str, at: proc_macro2::Span) {
         if self.found.is_none()
             && self.branches == 0
-            && let Some((span, src)) = self.known.get(name)
+            && let Some(f) = self.known.get(name)
         {
-            self.found = Some(Found::Known(span.clone(), format!("{src} (in {name})")));
+            let source = format!("{} (in {name})", f.source);
+            self.found = Some(if f.clock {
+                Found::Source(at, source)
+            } else {
+                Found::Known(f.span.clone(), source)
+            });
         }
     }
 }
@@ -309,7 +330,7 @@ impl<'ast> Visit<'ast> for UnconditionalVolatile<'_> {
 
     fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
         let method = m.method.to_string();
-        self.known_call(&method);
+        self.known_call(&method, m.method.span());
         // `.unwrap_or_else(|| Time(Timestamp::now()))`: the stamp is the fallback when no earlier one is kept.
         if is_fallback(&method) {
             self.visit_expr(&m.receiver);
@@ -327,7 +348,7 @@ impl<'ast> Visit<'ast> for UnconditionalVolatile<'_> {
         if let Expr::Path(p) = &*c.func
             && let Some(last) = p.path.segments.last()
         {
-            self.known_call(&last.ident.to_string());
+            self.known_call(&last.ident.to_string(), last.ident.span());
         }
         if self.found.is_none()
             && self.branches == 0
