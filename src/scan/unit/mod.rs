@@ -243,7 +243,14 @@ impl<'m> Unit<'m> {
                         .into_iter()
                         .flatten()
                         .copied()
-                        .filter(|id| self.func(*id).self_ty.as_deref() == Some(module))
+                        .filter(|id| {
+                            // `impl<Ctx> Controller<Ctx>` is `Controller`'s.
+                            self.func(*id)
+                                .self_ty
+                                .as_deref()
+                                .and_then(|t| t.split('<').next())
+                                == Some(module)
+                        })
                         .collect(),
                 );
                 if !of_type.is_empty() {
