@@ -415,11 +415,12 @@ impl<'ast> Visit<'ast> for UnconditionalVolatile<'_> {
     fn visit_item_fn(&mut self, _: &'ast syn::ItemFn) {}
 }
 impl<'ast> Extractor<'_, 'ast> {
-    /// What a closure handed to a helper puts into what the helper gives it: a volatile value anywhere in it,
-    /// or what its assignments to its own parameters (`|status| status.last_seen = Some(now_rfc3339())`) call. Other
-    /// calls in it (`status.set_condition(ready(..))`) may keep an earlier value: not followed.
-    fn closure_volatiles(&self, c: &syn::ExprClosure) -> Vec<Vol> {
-        let all = self.find_volatile(&[&Expr::Closure(c.clone())]);
+    /// What a closure (`arg`, which is `c`) handed to a helper puts into what the helper gives it: a volatile value
+    /// anywhere in it, or what its assignments to its own parameters call (`|status| status.last_seen =
+    /// Some(now_rfc3339())`). Other calls in it (`status.set_condition(ready(..))`) may keep an earlier value: not
+    /// followed.
+    fn closure_volatiles(&self, arg: &Expr, c: &syn::ExprClosure) -> Vec<Vol> {
+        let all = self.find_volatile(&[arg]);
         if all.first().is_some_and(|v| v.via.is_none()) {
             return all;
         }
@@ -513,7 +514,7 @@ impl<'ast> Extractor<'_, 'ast> {
                 });
             }
             let vols = match a {
-                Expr::Closure(c) => self.closure_volatiles(c),
+                Expr::Closure(c) => self.closure_volatiles(a, c),
                 _ => self.find_volatile(&[a]),
             };
             for v in vols {
