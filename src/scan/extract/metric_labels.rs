@@ -10,24 +10,13 @@ fn formatted_names(text: &str) -> Vec<String> {
     else {
         return Vec::new();
     };
-    let ident = |s: &str| {
-        !s.is_empty()
-            && s.chars().all(|c| c.is_alphanumeric() || c == '_')
-            && !s.starts_with(|c: char| c.is_ascii_digit())
-    };
-    let mut names: Vec<String> = inner
-        .split('{')
-        .skip(1)
-        .filter_map(|p| p.split(['}', ':']).next())
-        .filter(|n| ident(n))
-        .map(str::to_string)
-        .collect();
+    let mut names: Vec<String> = inline_format_args(inner).map(str::to_string).collect();
     names.extend(
         inner
             .split(',')
             .skip(1)
             .map(str::trim)
-            .filter(|n| ident(n))
+            .filter(|n| is_ident(n))
             .map(str::to_string),
     );
     names

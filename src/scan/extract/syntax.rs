@@ -396,3 +396,18 @@ pub(super) fn is_test_code(attrs: &[syn::Attribute]) -> bool {
             || (path == "cfg" && compact(&a.meta).contains("cfg(test)"))
     })
 }
+
+/// A plain identifier: `phase`, not `0`, `self.x` or an empty string.
+pub(super) fn is_ident(s: &str) -> bool {
+    !s.is_empty()
+        && s.chars().all(|c| c.is_alphanumeric() || c == '_')
+        && !s.starts_with(|c: char| c.is_ascii_digit())
+}
+
+/// The bindings a format string names inline: `year` and `month` in `"{year:04}-{month:02}"`.
+pub(super) fn inline_format_args(lit: &str) -> impl Iterator<Item = &str> {
+    lit.split('{')
+        .skip(1)
+        .filter_map(|p| p.split(['}', ':']).next())
+        .filter(|n| is_ident(n))
+}

@@ -34,16 +34,6 @@ pub(super) fn is_fallback(method: &str) -> bool {
 }
 /// At most this many calls of functions the file cannot see into are kept per value (see [`Vol::via`]).
 pub(super) const MAX_CANDIDATES: usize = 4;
-/// The bindings a format string names inline: `year` and `month` in `"{year:04}-{month:02}"`.
-fn inline_format_args(lit: &str) -> impl Iterator<Item = &str> {
-    lit.split('{').skip(1).filter_map(|p| {
-        let name = p.split(['}', ':']).next()?;
-        (!name.is_empty()
-            && name.chars().all(|c| c.is_alphanumeric() || c == '_')
-            && !name.starts_with(|c: char| c.is_ascii_digit()))
-        .then_some(name)
-    })
-}
 /// A call of a function the file cannot see into, met in a value: here, or earlier in a variable it reads.
 pub(super) enum Cand {
     Call(proc_macro2::Span, String, Option<String>),
