@@ -36,6 +36,8 @@ pub struct Thresholds {
     pub error_requeue_secs: f64,
     /// CA001: files larger than this are skipped.
     pub max_file_bytes: u64,
+    /// CA001: analysis of one file stops after this many seconds ("over budget"), so that no file holds the scan.
+    pub max_file_seconds: f64,
     /// CA102 (live)
     pub convergence_lag_secs: f64,
     /// CA202 (live)
@@ -54,6 +56,7 @@ impl Default for Thresholds {
             polling_requeue_secs: 30.0,
             error_requeue_secs: 60.0,
             max_file_bytes: 2_000_000,
+            max_file_seconds: 10.0,
             convergence_lag_secs: 120.0,
             churn_writes_per_object_per_min: 6.0,
             conflict_share: 0.05,

@@ -13,6 +13,7 @@ pub mod finding;
 pub mod live;
 pub mod output;
 pub mod policy;
+pub mod regular_file;
 pub mod report;
 pub mod rules;
 pub mod scan;

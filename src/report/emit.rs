@@ -131,6 +131,9 @@ impl OutputArgs {
     }
 }
 
+/// Source files larger than this are not quoted (the scan's own default cap, `thresholds.max_file_bytes`).
+const SNIPPET_MAX_BYTES: u64 = 2_000_000;
+
 /// The files the findings point into (their spans and related places), read as they are now; a file that cannot
 /// be read is left out and `full` prints its `path:line:col` instead.
 fn read_sources(findings: &[Finding]) -> Sources {
@@ -145,8 +148,12 @@ fn read_sources(findings: &[Finding]) -> Sources {
             }))
     });
     for span in spans {
+        // A regular file within the size a scan reads: the file may have been swapped for a FIFO or grown since.
         if !sources.contains_key(&span.file)
-            && let Ok(text) = std::fs::read_to_string(&span.file)
+            && let Ok(text) = crate::regular_file::read_to_string(
+                std::path::Path::new(&span.file),
+                SNIPPET_MAX_BYTES,
+            )
         {
             sources.insert(span.file.clone(), text);
         }

@@ -1,5 +1,105 @@
 //! Hand-written CRD YAML in the scanned tree, Helm chart templates of CRDs included: which kinds have
-//! `subresources: status: {}`.
+//! `subresources: status: {}`. A file is read only when it is a regular file within the size cap, and parsed
+//! only when it nests less than [`MAX_DEPTH`] deep: the YAML parser's time grows with the square of the depth.
+
+use super::file::ca001;
+use crate::finding::Finding;
+use crate::regular_file::ReadError;
+use crate::report::Note;
+use std::path::Path;
+
+/// Flow collections (`[`, `{`) and indentation levels open at once beyond this are not parsed. The deepest real
+/// CRD schemas (openAPIV3Schema with nested objects) stay under 100.
+pub const MAX_DEPTH: usize = 256;
+
+/// What one YAML file of the tree gave.
+#[derive(Debug)]
+pub enum YamlFile {
+    Kinds(Vec<(String, bool)>),
+    /// A CRD file that was not parsed (CA001).
+    Rejected(Finding),
+    /// A file that was not read, which need not be a CRD at all (a note).
+    Skipped(Note),
+}
+
+/// Reads the YAML file at `path` (`name` in messages): the kinds of its CRDs, or why it was not read.
+pub fn read(path: &Path, name: &str, max_bytes: u64) -> YamlFile {
+    let text = match crate::regular_file::read_to_string(path, max_bytes) {
+        Ok(t) => t,
+        // A YAML file that is not text or cannot be read says nothing about CRDs, as before.
+        Err(ReadError::Io(_)) => return YamlFile::Kinds(Vec::new()),
+        Err(e) => {
+            return YamlFile::Skipped(Note {
+                subject: name.to_string(),
+                message: format!("skipped: {e} (CRD kinds in it are not known)"),
+            });
+        }
+    };
+    if !text.contains("CustomResourceDefinition") {
+        return YamlFile::Kinds(Vec::new());
+    }
+    match kinds_checked(&text) {
+        Ok(k) => YamlFile::Kinds(k),
+        Err(TooDeep { depth, line }) => YamlFile::Rejected(ca001(
+            name,
+            line,
+            1,
+            format!(
+                "YAML nests {depth} deep (limit {MAX_DEPTH}): not parsed, so its CRD kinds are not known"
+            ),
+        )),
+    }
+}
+
+/// Where a YAML text goes over [`MAX_DEPTH`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TooDeep {
+    pub depth: usize,
+    pub line: usize,
+}
+
+/// The deepest nesting of a YAML text: indentation levels open plus flow brackets open, outside quotes and
+/// comments. Linear, and an upper bound of what the parser recurses through.
+pub fn depth(text: &str) -> Result<usize, TooDeep> {
+    let mut indents: Vec<usize> = Vec::new();
+    let mut flow = 0usize;
+    let mut max = 0usize;
+    for (n, line) in text.lines().enumerate() {
+        let indent = line.len() - line.trim_start_matches([' ', '-']).len();
+        let body = line.trim_start();
+        if flow == 0 && !body.is_empty() && !body.starts_with('#') {
+            while indents.last().is_some_and(|i| *i >= indent) {
+                indents.pop();
+            }
+            indents.push(indent);
+        }
+        let mut quote: Option<char> = None;
+        let mut prev = ' ';
+        for c in body.chars() {
+            match (quote, c) {
+                (Some(q), c) if c == q => quote = None,
+                (Some(_), _) => {}
+                (None, '\'' | '"') => quote = Some(c),
+                (None, '#') if prev == ' ' || prev == '\t' => break,
+                (None, '[' | '{') => flow += 1,
+                (None, ']' | '}') => flow = flow.saturating_sub(1),
+                _ => {}
+            }
+            prev = c;
+            let d = indents.len() + flow;
+            if d > max {
+                max = d;
+                if max > MAX_DEPTH {
+                    return Err(TooDeep {
+                        depth: max,
+                        line: n + 1,
+                    });
+                }
+            }
+        }
+    }
+    Ok(max)
+}
 
 /// Kinds declared by the CRDs in one YAML text (multi-document), with whether they have the
 /// status subresource. Documents that are not CRDs, and invalid YAML, contribute nothing.
@@ -8,6 +108,12 @@
 /// the same error forever after a document it could not parse (a Helm template's `{{- if … -}}` line did that,
 /// and scan spun at 100% CPU), so one bad document must not be able to stop, or stall, the others.
 pub fn kinds(text: &str) -> Vec<(String, bool)> {
+    kinds_checked(text).unwrap_or_default()
+}
+
+/// [`kinds`], or where the text nests too deep to be parsed.
+pub fn kinds_checked(text: &str) -> Result<Vec<(String, bool)>, TooDeep> {
+    depth(text)?;
     let mut out = Vec::new();
     for doc in documents(text) {
         let doc = without_template_actions(doc);
@@ -42,7 +148,7 @@ pub fn kinds(text: &str) -> Vec<(String, bool)> {
             .is_some();
         out.push((kind.to_string(), per_version || top));
     }
-    out
+    Ok(out)
 }
 
 /// The documents of a YAML stream: split at `---` lines (a document start marker at column 0, optionally

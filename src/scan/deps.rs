@@ -111,8 +111,15 @@ pub fn manifest_uses_kube(unit: &Path) -> Option<bool> {
     Some(all.into_iter().any(names_kube))
 }
 
-fn read_toml(path: &Path) -> Option<toml::Table> {
-    std::fs::read_to_string(path).ok()?.parse().ok()
+/// Manifests and lockfiles beyond this are not read (the largest real Cargo.lock files are a few MB).
+pub(super) const MANIFEST_MAX_BYTES: u64 = 16 << 20;
+
+/// A manifest or lockfile: a regular file (a FIFO named Cargo.lock must not block the scan), within the cap.
+pub(super) fn read_toml(path: &Path) -> Option<toml::Table> {
+    crate::regular_file::read_to_string(path, MANIFEST_MAX_BYTES)
+        .ok()?
+        .parse()
+        .ok()
 }
 
 /// The table-valued entries of `[dependencies]` (`[dev-dependencies]` are left out: tests are not the controller).

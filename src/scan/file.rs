@@ -1,24 +1,38 @@
-//! One file from path to model: read, checked (size, encoding, nesting), parsed, reduced to a `FileModel`, or
-//! turned into a CA001 finding or a note. Never panics on bad input.
+//! One file from path to model: read (a regular file within the size cap), checked (encoding, nesting depth of
+//! every kind), parsed, reduced to a `FileModel` within the time budget, or turned into CA001 findings or a note.
+//! An item that is too deep or that syn rejects is set aside and the rest of the file is still analysed, so that
+//! one bad item (or text crafted to look like one) hides no finding elsewhere. Never panics on bad input.
 
+use super::depth;
 use super::tree::display;
 use super::{extract, imports, model, rules, suppress};
 use crate::config::Config;
 use crate::finding::{Finding, Span};
+use crate::regular_file::{self, ReadError};
 use crate::report::Note;
 use aho_corasick::AhoCorasick;
 use rayon::prelude::*;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
-/// Nesting deeper than this is reported instead of parsed (syn recurses per level).
-pub(super) const MAX_NESTING: usize = 256;
+/// How many items of one file syn may reject before the file as a whole is reported instead.
+const MAX_REJECTED_ITEMS: usize = 8;
 
 /// How a single file ended up.
 pub(super) enum FileOutcome {
-    Model(Box<model::FileModel>, Vec<suppress::Suppression>),
+    Analyzed(Box<Analyzed>),
     Finding(Finding),
     Note(Note),
     Skipped,
+}
+
+/// What one file's text gave: its model when any of it parsed, the CA001 findings of what did not, and its
+/// suppression comments.
+pub(super) struct Analyzed {
+    pub(super) model: Option<model::FileModel>,
+    pub(super) ca001: Vec<Finding>,
+    pub(super) suppressions: Vec<suppress::Suppression>,
 }
 
 pub(super) fn whole_file_span(file: &str, line: usize, column: usize) -> Span {
@@ -40,19 +54,8 @@ pub(super) fn ca001(file: &str, line: usize, column: usize, message: String) -> 
     )
 }
 
-/// CA001 for a syn error, naming an unresolved merge conflict when that is the cause.
-pub(super) fn parse_error(name: &str, text: &str, e: &syn::Error) -> Finding {
-    let conflict = text
-        .lines()
-        .position(|l| l.starts_with("<<<<<<< ") || l == "<<<<<<<");
-    if let Some(i) = conflict {
-        return ca001(
-            name,
-            i + 1,
-            1,
-            "unresolved merge conflict marker `<<<<<<<`: the file cannot be parsed".into(),
-        );
-    }
+/// CA001 for a syn error that ends the analysis of the whole file.
+fn parse_error(name: &str, e: &syn::Error) -> Finding {
     let s = e.span().start();
     ca001(
         name,
@@ -62,57 +65,167 @@ pub(super) fn parse_error(name: &str, text: &str, e: &syn::Error) -> Finding {
     )
 }
 
-/// Deepest bracket nesting, ignoring string and char literals and comments only roughly:
-/// enough to keep syn's recursion in bounds.
-pub(super) fn max_nesting(text: &str) -> usize {
-    let mut depth: usize = 0;
-    let mut max = 0;
-    for b in text.bytes() {
-        match b {
-            b'(' | b'[' | b'{' => {
-                depth += 1;
-                max = max.max(depth);
-            }
-            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
+fn merge_conflict(text: &str) -> Option<usize> {
+    text.lines()
+        .position(|l| l.starts_with("<<<<<<< ") || l == "<<<<<<<")
+}
+
+/// The lines of an item, for a message.
+fn lines_of(text: &str, item: &std::ops::Range<usize>) -> String {
+    let (a, b) = (
+        depth::line_of(text, item.start + leading_space(&text[item.clone()])),
+        depth::line_of(text, item.end.saturating_sub(1).max(item.start)),
+    );
+    if a >= b {
+        format!("line {a}")
+    } else {
+        format!("lines {a}-{b}")
     }
-    max
+}
+
+fn leading_space(s: &str) -> usize {
+    s.len() - s.trim_start().len()
+}
+
+/// The deadline of one file's analysis (`thresholds.max_file_seconds`; none when it is not a finite number).
+pub(super) fn deadline(config: &Config) -> Option<Instant> {
+    let secs = config.thresholds.max_file_seconds.max(0.0);
+    Duration::try_from_secs_f64(secs)
+        .ok()
+        .and_then(|d| Instant::now().checked_add(d))
+}
+
+/// Analyses one file's text: the single pipeline of files on disk, in-memory sources and CRD context.
+pub(super) fn analyze_text(
+    name: &str,
+    text: &str,
+    aliases: &BTreeMap<String, String>,
+    deadline: Option<Instant>,
+) -> Analyzed {
+    let suppressions = suppress::parse(text);
+    let mut ca001s = Vec::new();
+    // Items syn rejected: reported only when the rest of the file could be analysed.
+    let mut rejected = Vec::new();
+    if let Some(i) = merge_conflict(text) {
+        return Analyzed {
+            model: None,
+            ca001: vec![ca001(
+                name,
+                i + 1,
+                1,
+                "unresolved merge conflict marker `<<<<<<<`: the file cannot be parsed".into(),
+            )],
+            suppressions,
+        };
+    }
+    let measured = depth::measure(text);
+    let mut set_aside: Vec<std::ops::Range<usize>> = Vec::new();
+    for t in &measured.too_deep {
+        ca001s.push(ca001(
+            name,
+            depth::line_of(text, t.at),
+            1,
+            format!(
+                "{}: {} not parsed; the rest of the file was analysed",
+                t.what,
+                lines_of(text, &t.item)
+            ),
+        ));
+        set_aside.push(t.item.clone());
+    }
+    let model = loop {
+        let source = if set_aside.is_empty() {
+            std::borrow::Cow::Borrowed(text)
+        } else {
+            std::borrow::Cow::Owned(depth::blank(text, &set_aside))
+        };
+        match syn::parse_file(&source) {
+            Ok(file) => {
+                let imports = imports::Imports::from_file(&file);
+                let run = extract::Extractor::new(name, &imports, aliases)
+                    .with_deadline(deadline)
+                    .run_within(&file);
+                match run {
+                    Ok(mut m) => {
+                        extract::mark_namespaced_builders(&mut m, &file, name);
+                        break Some(m);
+                    }
+                    Err(extract::OverBudget) => {
+                        ca001s.push(ca001(
+                            name,
+                            1,
+                            1,
+                            "over budget: analysis of this file did not finish within \
+                             thresholds.max_file_seconds and was stopped; no finding is reported from it"
+                                .into(),
+                        ));
+                        break None;
+                    }
+                }
+            }
+            Err(e) => {
+                let s = e.span().start();
+                let at = depth::offset_of(text, s.line.max(1), s.column);
+                // syn rejects one item: set it aside and parse the rest, up to a few items.
+                let item = measured
+                    .item_at(at)
+                    .filter(|r| !set_aside.contains(r) && set_aside.len() < MAX_REJECTED_ITEMS);
+                match item {
+                    Some(r) if measured.items.len() > 1 => {
+                        rejected.push(ca001(
+                            name,
+                            s.line.max(1),
+                            s.column + 1,
+                            format!(
+                                "syn cannot parse this item ({}): {e}; the rest of the file was analysed",
+                                lines_of(text, &r)
+                            ),
+                        ));
+                        set_aside.push(r);
+                    }
+                    _ => {
+                        // Nothing of the file could be analysed: one finding for the file, none per item.
+                        rejected.clear();
+                        ca001s.push(parse_error(name, &e));
+                        break None;
+                    }
+                }
+            }
+        }
+    };
+    // Spans were turned into line/column numbers: free this thread's copy of the source text.
+    proc_macro2::extra::invalidate_current_thread_spans();
+    ca001s.append(&mut rejected);
+    Analyzed {
+        model,
+        ca001: ca001s,
+        suppressions,
+    }
 }
 
 /// Reads, checks, parses and models one file. Never panics on bad input.
 pub(super) fn process_file(path: &Path, config: &Config, needles: &AhoCorasick) -> FileOutcome {
     let name = display(path);
-    let meta = match std::fs::metadata(path) {
-        Ok(m) => m,
-        Err(e) => {
-            return FileOutcome::Finding(ca001(&name, 1, 1, format!("cannot read file: {e}")));
+    let bytes = match regular_file::read(path, config.thresholds.max_file_bytes) {
+        Ok(b) => b,
+        Err(ReadError::TooLarge { size, max }) => {
+            return FileOutcome::Finding(ca001(
+                &name,
+                1,
+                1,
+                format!(
+                    "file is {size} bytes, over the {max}-byte limit (thresholds.max_file_bytes): not scanned"
+                ),
+            ));
         }
+        Err(e) => return FileOutcome::Finding(ca001(&name, 1, 1, e.to_string())),
     };
-    if meta.len() == 0 {
+    if bytes.is_empty() {
         return FileOutcome::Note(Note {
             subject: name,
             message: "skipped: empty file".into(),
         });
     }
-    if meta.len() > config.thresholds.max_file_bytes {
-        return FileOutcome::Finding(ca001(
-            &name,
-            1,
-            1,
-            format!(
-                "file is {} bytes, over the {}-byte limit (thresholds.max_file_bytes): not scanned",
-                meta.len(),
-                config.thresholds.max_file_bytes
-            ),
-        ));
-    }
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
-        Err(e) => {
-            return FileOutcome::Finding(ca001(&name, 1, 1, format!("cannot read file: {e}")));
-        }
-    };
     if !needles.is_match(&bytes) {
         return FileOutcome::Skipped;
     }
@@ -136,28 +249,12 @@ pub(super) fn process_file(path: &Path, config: &Config, needles: &AhoCorasick) 
             ));
         }
     };
-    let depth = max_nesting(&text);
-    if depth > MAX_NESTING {
-        return FileOutcome::Finding(ca001(
-            &name,
-            1,
-            1,
-            format!("brackets nest {depth} deep, over the limit of {MAX_NESTING}: not parsed"),
-        ));
-    }
-    let parsed = syn::parse_file(&text);
-    let outcome = match parsed {
-        Err(e) => FileOutcome::Finding(parse_error(&name, &text, &e)),
-        Ok(file) => {
-            let imports = imports::Imports::from_file(&file);
-            let mut m = extract::Extractor::new(&name, &imports, &config.aliases).run(&file);
-            extract::mark_namespaced_builders(&mut m, &file, &name);
-            FileOutcome::Model(Box::new(m), suppress::parse(&text))
-        }
-    };
-    // Spans were turned into line/column numbers: free this thread's copy of the source text.
-    proc_macro2::extra::invalidate_current_thread_spans();
-    outcome
+    FileOutcome::Analyzed(Box::new(analyze_text(
+        &name,
+        &text,
+        &config.aliases,
+        deadline(config),
+    )))
 }
 
 /// The file models of a dependency's `src/`, marked as library code. Files that do not parse are skipped: a
@@ -176,10 +273,7 @@ pub(super) fn library_models(
     files
         .par_iter()
         .filter_map(|p| match process_file(p, config, needles) {
-            FileOutcome::Model(m, _) => Some(model::FileModel {
-                library: true,
-                ..*m
-            }),
+            FileOutcome::Analyzed(a) => a.model.map(|m| model::FileModel { library: true, ..m }),
             _ => None,
         })
         .collect()

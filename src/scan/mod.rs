@@ -6,6 +6,7 @@ pub mod baseline;
 pub mod command;
 pub mod crd_yaml;
 pub mod deps;
+pub mod depth;
 pub mod eval;
 pub mod extract;
 mod file;
@@ -26,10 +27,12 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use file::{
-    FileOutcome, MAX_NESTING, ca001, library_models, max_nesting, parse_error, process_file,
-};
+use file::{FileOutcome, analyze_text, library_models, process_file};
 use tree::{cargo_root, display, is_kube_itself, unit_of, walk};
+
+/// The stack of every thread that parses and judges a file: reserved, not used, beyond what a file needs.
+/// `depth::MAX_BRACKETS` and `depth::MAX_CHAIN` keep the deepest accepted file well inside it.
+const STACK_BYTES: usize = 64 << 20;
 
 /// What a scan is asked to do.
 #[derive(Debug, Clone)]
@@ -133,7 +136,7 @@ const UNIT_NEEDLES: &[&str] = &[
 /// CRD declarations from the crate's `src/` files that were not among the scanned paths, so that
 /// `scan src/controllers` still knows that a kind declared in `src/crd.rs` has the status
 /// subresource. Only files that mention `CustomResource` are parsed; their code is not judged.
-fn crd_context(root: &Path, scanned: &[PathBuf]) -> Vec<model::FileModel> {
+fn crd_context(root: &Path, scanned: &[PathBuf], config: &Config) -> Vec<model::FileModel> {
     let src = root.join("src");
     if !root.join("Cargo.toml").is_file() || !src.is_dir() {
         return Vec::new();
@@ -152,23 +155,24 @@ fn crd_context(root: &Path, scanned: &[PathBuf]) -> Vec<model::FileModel> {
         if scanned.contains(&abs) {
             continue;
         }
-        let Ok(text) = std::fs::read_to_string(path) else {
+        // Only a regular file within the cap: a FIFO named `*.rs` must not block the scan.
+        let Ok(text) = crate::regular_file::read_to_string(path, config.thresholds.max_file_bytes)
+        else {
             continue;
         };
-        if !text.contains("CustomResource") || max_nesting(&text) > MAX_NESTING {
+        if !text.contains("CustomResource") {
             continue;
         }
-        if let Ok(file) = syn::parse_file(&text) {
-            let name = display(path);
-            let imports = imports::Imports::from_file(&file);
-            let m = extract::Extractor::new(&name, &imports, &BTreeMap::new()).run(&file);
+        // The CRD types only; what this file gets wrong is reported where it is scanned, not here.
+        let name = display(path);
+        let analyzed = analyze_text(&name, &text, &BTreeMap::new(), file::deadline(config));
+        if let Some(m) = analyzed.model {
             out.push(model::FileModel {
                 path: name,
                 crds: m.crds,
                 ..Default::default()
             });
         }
-        proc_macro2::extra::invalidate_current_thread_spans();
     }
     out
 }
@@ -201,11 +205,12 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
         }
     }
     let pool = rayon::ThreadPoolBuilder::new()
-        .stack_size(64 << 20)
+        .stack_size(STACK_BYTES)
         .num_threads(opts.threads.unwrap_or(0))
         .build();
     let pool = pool.map_err(|e| ScanError::Threads(e.to_string()))?;
     let lines = std::sync::atomic::AtomicUsize::new(0);
+    let max_bytes = config.thresholds.max_file_bytes;
     let relevant: Vec<(PathBuf, Vec<PathBuf>, Vec<PathBuf>)> = pool.install(|| {
         units
             .into_par_iter()
@@ -217,7 +222,7 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
                         return None;
                     }
                     for p in &rs {
-                        if let Ok(b) = std::fs::read(p) {
+                        if let Ok(b) = crate::regular_file::read(p, max_bytes) {
                             lines.fetch_add(
                                 bytecount_lines(&b),
                                 std::sync::atomic::Ordering::Relaxed,
@@ -229,7 +234,7 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
                 let hits = rs
                     .iter()
                     .filter(|p| {
-                        std::fs::read(p).is_ok_and(|b| {
+                        crate::regular_file::read(p, max_bytes).is_ok_and(|b| {
                             lines.fetch_add(
                                 bytecount_lines(&b),
                                 std::sync::atomic::Ordering::Relaxed,
@@ -288,9 +293,13 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
                 let mut notes = Vec::new();
                 for (name, o) in outcomes {
                     match o {
-                        FileOutcome::Model(m, s) => {
-                            models.push(*m);
-                            sups.push((name, s));
+                        FileOutcome::Analyzed(a) => {
+                            let a = *a;
+                            findings.extend(a.ca001);
+                            if let Some(m) = a.model {
+                                models.push(m);
+                            }
+                            sups.push((name, a.suppressions));
                         }
                         FileOutcome::Finding(f) => findings.push(f),
                         FileOutcome::Note(n) => notes.push(n),
@@ -299,14 +308,14 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
                 }
                 let mut yaml_kinds = HashMap::new();
                 for y in yaml {
-                    if let Ok(t) = std::fs::read_to_string(y)
-                        && t.contains("CustomResourceDefinition")
-                    {
-                        yaml_kinds.extend(crd_yaml::kinds(&t));
+                    match crd_yaml::read(y, &display(y), max_bytes) {
+                        crd_yaml::YamlFile::Kinds(kinds) => yaml_kinds.extend(kinds),
+                        crd_yaml::YamlFile::Rejected(f) => findings.push(f),
+                        crd_yaml::YamlFile::Skipped(n) => notes.push(n),
                     }
                 }
                 let parsed = models.len();
-                models.extend(crd_context(root, rs));
+                models.extend(crd_context(root, rs, config));
                 let mut all: Vec<&model::FileModel> = models.iter().collect();
                 all.extend(libs.iter().filter_map(|r| libraries.get(r)).flatten());
                 let u = unit::Unit::new(all, yaml_kinds, config);
@@ -353,27 +362,29 @@ pub fn scan_source(name: &str, text: &str, config: &Config) -> Vec<Finding> {
 /// Scans in-memory sources as the files of one crate (`(name, text)` each): a CRD type in one, the reconcile in
 /// another are judged together, as a scan of the crate's folder would.
 pub fn scan_sources(files: &[(&str, &str)], config: &Config) -> Vec<Finding> {
+    // The stack of a scan's worker threads, whoever calls (a test thread has 2 MB): the depth budget of
+    // `depth` is sized for it.
+    std::thread::scope(|s| {
+        match std::thread::Builder::new()
+            .stack_size(STACK_BYTES)
+            .spawn_scoped(s, || judge_sources(files, config))
+        {
+            Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+            // No thread to be had: the caller's own stack, as before.
+            Err(_) => judge_sources(files, config),
+        }
+    })
+}
+
+fn judge_sources(files: &[(&str, &str)], config: &Config) -> Vec<Finding> {
     let mut findings = Vec::new();
     let mut parsed = Vec::new();
+    let deadline = file::deadline(config);
     for (name, text) in files {
-        let depth = max_nesting(text);
-        if depth > MAX_NESTING {
-            findings.push(ca001(
-                name,
-                1,
-                1,
-                format!("brackets nest {depth} deep, over the limit of {MAX_NESTING}: not parsed"),
-            ));
-            continue;
-        }
-        match syn::parse_file(text) {
-            Err(e) => findings.push(parse_error(name, text, &e)),
-            Ok(file) => {
-                let imports = imports::Imports::from_file(&file);
-                let mut m = extract::Extractor::new(name, &imports, &config.aliases).run(&file);
-                extract::mark_namespaced_builders(&mut m, &file, name);
-                parsed.push((*name, *text, m));
-            }
+        let a = analyze_text(name, text, &config.aliases, deadline);
+        findings.extend(a.ca001);
+        if let Some(m) = a.model {
+            parsed.push((*name, a.suppressions, m));
         }
     }
     if !parsed.is_empty() {
@@ -382,14 +393,12 @@ pub fn scan_sources(files: &[(&str, &str)], config: &Config) -> Vec<Finding> {
             HashMap::new(),
             config,
         );
-        let mut f = rules::run_all(&u);
-        for (name, text, _) in &parsed {
-            let extra = suppress::apply(name, &suppress::parse(text), &mut f);
-            f.extend(extra);
+        findings.extend(rules::run_all(&u));
+        for (name, sups, _) in &parsed {
+            let extra = suppress::apply(name, sups, &mut findings);
+            findings.extend(extra);
         }
-        findings.extend(f);
     }
-    proc_macro2::extra::invalidate_current_thread_spans();
     Policy::from_config(config).apply(&mut findings);
     sort_findings(&mut findings);
     findings.dedup();

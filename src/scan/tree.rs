@@ -40,6 +40,22 @@ pub(super) fn walk(paths: &[PathBuf]) -> Result<Walked, ScanError> {
             match entry {
                 Ok(e) => {
                     if !e.file_type().is_some_and(|t| t.is_file()) {
+                        // A FIFO, socket or device named like a source file (or a symlink to one) is never
+                        // opened: reading it would block or never end.
+                        let special = e
+                            .file_type()
+                            .is_some_and(|t| !t.is_dir() && !t.is_symlink());
+                        let named = matches!(
+                            e.path().extension().and_then(|x| x.to_str()),
+                            Some("rs" | "yaml" | "yml")
+                        );
+                        if special && named {
+                            w.notes.push(Note {
+                                subject: display(e.path()),
+                                message: "skipped: not a regular file (a FIFO, socket or device)"
+                                    .into(),
+                            });
+                        }
                         continue;
                     }
                     w.files_seen += 1;
@@ -107,10 +123,7 @@ pub(super) fn cargo_root(
 
 /// Is this the directory of one of kube-rs's own library crates?
 pub(super) fn is_kube_itself(root: &Path) -> bool {
-    let Ok(text) = std::fs::read_to_string(root.join("Cargo.toml")) else {
-        return false;
-    };
-    let Ok(manifest) = text.parse::<toml::Table>() else {
+    let Some(manifest) = super::deps::read_toml(&root.join("Cargo.toml")) else {
         return false;
     };
     manifest

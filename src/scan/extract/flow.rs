@@ -144,6 +144,18 @@ pub(super) struct PrePass<'x, 'a, 'ast> {
     pub(super) ex: &'x mut Extractor<'a, 'ast>,
 }
 impl<'ast> Visit<'ast> for PrePass<'_, '_, '_> {
+    fn visit_expr(&mut self, e: &'ast Expr) {
+        if !self.ex.budget.spent() {
+            visit::visit_expr(self, e);
+        }
+    }
+
+    fn visit_item(&mut self, i: &'ast syn::Item) {
+        if !self.ex.budget.spent() {
+            visit::visit_item(self, i);
+        }
+    }
+
     fn visit_item_const(&mut self, c: &'ast syn::ItemConst) {
         let v = number(&c.expr, &self.ex.consts)
             .or_else(|| duration_secs(&c.expr, &self.ex.consts, &|_| None));

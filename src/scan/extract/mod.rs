@@ -189,10 +189,44 @@ pub struct Extractor<'a, 'ast> {
     propagated: HashSet<(usize, usize)>,
     awaited: HashSet<(usize, usize)>,
     seen_chains: HashSet<(usize, usize)>,
+    /// The inner calls of method chains already flattened at their outermost call (by address in the tree).
+    chain_inner: HashSet<usize>,
     /// The statements being visited, innermost last: their text is rendered only for a watcher
     /// stream (see `WatcherStream`), not for every statement.
     stmt_stack: Vec<&'ast Stmt>,
+    /// The time this file may take (`thresholds.max_file_seconds`).
+    budget: Budget,
 }
+
+/// Work on one file stops at its deadline: checked every few hundred nodes by each pass over the tree.
+#[derive(Debug, Default)]
+struct Budget {
+    deadline: Option<std::time::Instant>,
+    nodes: u32,
+    spent: bool,
+}
+
+impl Budget {
+    /// Counts a node; true once the deadline has passed (and from then on).
+    fn spent(&mut self) -> bool {
+        if !self.spent {
+            self.nodes = self.nodes.wrapping_add(1);
+            if self.nodes.is_multiple_of(256)
+                && self
+                    .deadline
+                    .is_some_and(|d| std::time::Instant::now() >= d)
+            {
+                self.spent = true;
+            }
+        }
+        self.spent
+    }
+}
+
+/// The analysis of a file did not finish within its time budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OverBudget;
+
 fn key(s: proc_macro2::Span) -> (usize, usize) {
     let a = s.start();
     (a.line, a.column)
@@ -240,12 +274,26 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
             propagated: HashSet::new(),
             awaited: HashSet::new(),
             seen_chains: HashSet::new(),
+            chain_inner: HashSet::new(),
             stmt_stack: Vec::new(),
+            budget: Budget::default(),
         }
     }
 
+    /// Stops the passes over the tree once `deadline` has passed (see [`Extractor::run_within`]).
+    pub fn with_deadline(mut self, deadline: Option<std::time::Instant>) -> Self {
+        self.budget.deadline = deadline;
+        self
+    }
+
     /// Runs the pre-pass (consts, CRDs, `Api<K>` fields) and the main walk.
-    pub fn run(mut self, file: &'ast syn::File) -> FileModel {
+    pub fn run(self, file: &'ast syn::File) -> FileModel {
+        // Without a deadline the budget is never spent.
+        self.run_within(file).unwrap_or_default()
+    }
+
+    /// [`Extractor::run`], or [`OverBudget`] when the deadline passed first: a model half built is not one.
+    pub fn run_within(mut self, file: &'ast syn::File) -> Result<FileModel, OverBudget> {
         let mut pre = PrePass { ex: &mut self };
         pre.visit_file(file);
         // Twice more: a helper of a helper of a stamp (deeper chains are rare, and each pass walks the file).
@@ -261,7 +309,10 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
         }
         self.model.consts = self.consts.iter().map(|(k, v)| (k.clone(), *v)).collect();
         self.visit_file(file);
-        self.model
+        if self.budget.spent {
+            return Err(OverBudget);
+        }
+        Ok(self.model)
     }
 
     fn span(&self, s: proc_macro2::Span) -> Span {

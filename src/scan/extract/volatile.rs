@@ -258,6 +258,18 @@ impl VolatileFnPass<'_, '_, '_> {
     }
 }
 impl<'ast> Visit<'ast> for VolatileFnPass<'_, '_, 'ast> {
+    fn visit_expr(&mut self, e: &'ast Expr) {
+        if !self.pre.ex.budget.spent() {
+            visit::visit_expr(self, e);
+        }
+    }
+
+    fn visit_item(&mut self, i: &'ast syn::Item) {
+        if !self.pre.ex.budget.spent() {
+            visit::visit_item(self, i);
+        }
+    }
+
     fn visit_item_fn(&mut self, f: &'ast syn::ItemFn) {
         if !is_test_code(&f.attrs) {
             self.again(&f.sig, &f.block);

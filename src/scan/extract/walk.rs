@@ -3,6 +3,18 @@
 use super::*;
 
 impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
+    fn visit_expr(&mut self, e: &'ast Expr) {
+        if !self.budget.spent() {
+            visit::visit_expr(self, e);
+        }
+    }
+
+    fn visit_item(&mut self, i: &'ast syn::Item) {
+        if !self.budget.spent() {
+            visit::visit_item(self, i);
+        }
+    }
+
     fn visit_item_mod(&mut self, m: &'ast syn::ItemMod) {
         if !is_test_code(&m.attrs) {
             visit::visit_item_mod(self, m);
@@ -205,10 +217,16 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
         {
             self.propagated.insert(k);
         }
-        let mut calls = Vec::new();
-        let root = Self::chain(&m.receiver, &mut calls);
-        calls.push(m);
-        self.handle_chain_parts(root, calls);
+        // A chain is flattened once, at its outermost call: its inner calls are met again as the walk goes down
+        // the receivers, and flattening each of them anew costs the square of the chain's length.
+        if !self.chain_inner.remove(&std::ptr::from_ref(m).addr()) {
+            let mut calls = Vec::new();
+            let root = Self::chain(&m.receiver, &mut calls);
+            self.chain_inner
+                .extend(calls.iter().map(|c| std::ptr::from_ref(*c).addr()));
+            calls.push(m);
+            self.handle_chain_parts(root, calls);
+        }
         self.handle_api_call(m);
         if is_write_like(&method) || changes_state(&method) {
             self.mark_write(&method);
