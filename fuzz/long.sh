@@ -10,14 +10,22 @@ minutes=${1:-30}
 jobs=${2:-2}
 shift $(($# < 2 ? $# : 2))
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(scan_file scan_crate baseline audit_log crd_yaml config suppressions prometheus replay)
+[ ${#targets[@]} -gt 0 ] || targets=(scan_file scan_crate scan_tree scan_nesting baseline audit_log crd_yaml config suppressions prometheus replay)
 # Seeds the corpora and builds every target (a 1-second run each).
 fuzz/run.sh 1 >/dev/null 2>&1
+# The same -max_len per target as fuzz/run.sh.
+max_len() {
+	case $1 in
+	scan_file | scan_crate | crd_yaml | audit_log | prometheus | replay) echo 1048576 ;;
+	*) echo 65536 ;;
+	esac
+}
+export -f max_len
 mkdir -p fuzz/logs
 run_one() {
 	local t=$1 log=fuzz/logs/$1.log start end
 	start=$(date +%s)
-	if nice -n 19 cargo +nightly fuzz run "$t" "fuzz/corpus/$t" -- -runs=1000000 -max_total_time=$((minutes * 60)) \
+	if nice -n 19 cargo +nightly fuzz run "$t" "fuzz/corpus/$t" -- -runs=1000000 -max_total_time=$((minutes * 60)) -max_len="$(max_len "$t")" \
 		-rss_limit_mb=2048 -timeout=10 -print_final_stats=1 >"$log" 2>&1; then
 		result=ok
 	else

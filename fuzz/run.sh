@@ -4,7 +4,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-60}
-targets=(scan_file scan_crate crd_yaml config baseline suppressions audit_log prometheus replay)
+targets=(scan_file scan_crate scan_tree scan_nesting crd_yaml config baseline suppressions audit_log prometheus replay)
+# libFuzzer's default -max_len (4,096 bytes) never reaches deep nesting, long chains or a 400 KB YAML: the text
+# targets take inputs up to 1 MiB. scan_nesting and scan_tree build depth and size from short inputs.
+max_len() {
+	case $1 in
+	scan_file | scan_crate | crd_yaml | audit_log | prometheus | replay) echo 1048576 ;;
+	*) echo 65536 ;;
+	esac
+}
 
 seed() { # target, files...
 	local dir="fuzz/corpus/$1"
@@ -18,6 +26,13 @@ seed() { # target, files...
 shopt -s globstar nullglob
 seed scan_file fixtures/scan/**/*.rs src/bench/variants/*.rs
 seed scan_crate fixtures/scan/**/*.rs
+# Deep shapes as seeds of the text targets, so that mutation starts where the recursion is.
+mkdir -p fuzz/corpus/scan_file
+for n in 3000 20000; do
+	printf 'use kube::Api;\ntype T = %s;\nfn f() { let x = %s0; let y = x%s; }\n' \
+		"$(printf 'Vec<%.0s' $(seq $n))u8$(printf '>%.0s' $(seq $n))" "$(printf '|a| %.0s' $(seq $n))" \
+		"$(printf '.a()%.0s' $(seq $n))" >"fuzz/corpus/scan_file/deep_$n.rs"
+done
 seed crd_yaml fixtures/crds/*.yaml fixtures/scan/**/*.yaml
 seed config fixtures/**/ctrlaudit.toml
 seed baseline fixtures/**/*baseline*.json
@@ -39,5 +54,7 @@ seed replay fixtures/live/**/snapshot.json fixtures/live/**/expected.json
 
 for t in "${targets[@]}"; do
 	echo "fuzz/run.sh: $t for ${secs}s" >&2
-	cargo +nightly fuzz run "$t" "fuzz/corpus/$t" -- -max_total_time="$secs" -rss_limit_mb=2048 -timeout=10
+	mkdir -p "fuzz/corpus/$t"
+	cargo +nightly fuzz run "$t" "fuzz/corpus/$t" -- -max_total_time="$secs" -max_len="$(max_len "$t")" \
+		-rss_limit_mb=2048 -timeout=10
 done

@@ -333,3 +333,30 @@ fn a_tree_of_every_pathology_together_ends_with_the_right_findings() {
     let sarif = std::fs::read_to_string(&out).unwrap();
     assert!(sarif.contains("CA202") && sarif.contains("CA001"));
 }
+
+#[test]
+fn a_file_over_its_time_budget_is_stopped_and_reported() {
+    // A budget of zero seconds: whatever the machine's speed, the walk of the controller stops at its first
+    // check, and the file is CA001 "over budget" instead of a half-built model's findings.
+    let dir = crate_dir();
+    let config = dir.path().join("ctrlaudit.toml");
+    std::fs::write(&config, "[thresholds]\nmax_file_seconds = 0\n").unwrap();
+    let o = scan(&[
+        dir.path().to_str().unwrap(),
+        "--config",
+        config.to_str().unwrap(),
+        "-o",
+        "json",
+    ]);
+    let v = json(&o);
+    let found = findings(&v);
+    assert_eq!(
+        found,
+        vec![("CA001".to_string(), "controller.rs".to_string())],
+        "{v}"
+    );
+    assert!(v["findings"][0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("over budget"));
+}

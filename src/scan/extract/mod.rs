@@ -211,7 +211,8 @@ impl Budget {
     fn spent(&mut self) -> bool {
         if !self.spent {
             self.nodes = self.nodes.wrapping_add(1);
-            if self.nodes.is_multiple_of(256)
+            // The first node too, so that a spent budget stops even a small file.
+            if self.nodes % 256 == 1
                 && self
                     .deadline
                     .is_some_and(|d| std::time::Instant::now() >= d)
