@@ -290,18 +290,20 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
                 let mut models = Vec::new();
                 let mut sups = Vec::new();
                 let mut findings = Vec::new();
+                // CA001 is about the scanner's input, not the code: no allow comment applies to it (see its doc).
+                let mut unparsed = Vec::new();
                 let mut notes = Vec::new();
                 for (name, o) in outcomes {
                     match o {
                         FileOutcome::Analyzed(a) => {
                             let a = *a;
-                            findings.extend(a.ca001);
+                            unparsed.extend(a.ca001);
                             if let Some(m) = a.model {
                                 models.push(m);
                             }
                             sups.push((name, a.suppressions));
                         }
-                        FileOutcome::Finding(f) => findings.push(f),
+                        FileOutcome::Finding(f) => unparsed.push(f),
                         FileOutcome::Note(n) => notes.push(n),
                         FileOutcome::Skipped => {}
                     }
@@ -310,7 +312,7 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
                 for y in yaml {
                     match crd_yaml::read(y, &display(y), max_bytes) {
                         crd_yaml::YamlFile::Kinds(kinds) => yaml_kinds.extend(kinds),
-                        crd_yaml::YamlFile::Rejected(f) => findings.push(f),
+                        crd_yaml::YamlFile::Rejected(f) => unparsed.push(f),
                         crd_yaml::YamlFile::Skipped(n) => notes.push(n),
                     }
                 }
@@ -330,6 +332,7 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
                     let extra = suppress::apply(name, s, &mut findings);
                     findings.extend(extra);
                 }
+                findings.append(&mut unparsed);
                 (findings, notes, parsed)
             })
             .collect()
@@ -378,11 +381,13 @@ pub fn scan_sources(files: &[(&str, &str)], config: &Config) -> Vec<Finding> {
 
 fn judge_sources(files: &[(&str, &str)], config: &Config) -> Vec<Finding> {
     let mut findings = Vec::new();
+    // As in `scan`: no allow comment applies to CA001.
+    let mut unparsed = Vec::new();
     let mut parsed = Vec::new();
     let deadline = file::deadline(config);
     for (name, text) in files {
         let a = analyze_text(name, text, &config.aliases, deadline);
-        findings.extend(a.ca001);
+        unparsed.extend(a.ca001);
         if let Some(m) = a.model {
             parsed.push((*name, a.suppressions, m));
         }
@@ -399,6 +404,7 @@ fn judge_sources(files: &[(&str, &str)], config: &Config) -> Vec<Finding> {
             findings.extend(extra);
         }
     }
+    findings.append(&mut unparsed);
     Policy::from_config(config).apply(&mut findings);
     sort_findings(&mut findings);
     findings.dedup();
