@@ -134,6 +134,9 @@ pub async fn observe(
     cfg: &Config,
     policy: &Policy,
 ) -> Result<Observed> {
+    if let Some(dir) = &a.record {
+        record::check_writable(dir)?;
+    }
     let snapshot = match &a.replay {
         Some(dir) => record::read(dir)?,
         None => {
@@ -222,6 +225,15 @@ pub fn run(g: &ClusterArgs, out: &OutputArgs, all_namespaces: bool, a: &LiveArgs
     };
     // Before connecting, so that a mistyped code costs no wait.
     let policy = Policy::new(&cfg, &a.policy).map_err(Failure::usage)?;
+    // Before connecting too: a window watched and then not saved, or a FIFO read forever, is a wait for nothing.
+    if let Some(dir) = &a.record {
+        record::check_writable(dir).map_err(Failure::usage)?;
+    }
+    if let Some(log) = &a.audit_log
+        && log.exists()
+    {
+        collect::audit_file::check_regular(log).map_err(Failure::usage)?;
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -413,14 +413,15 @@ impl Snapshot {
         })
     }
 
-    /// True when any evidence at all was gathered: objects watched, metrics scraped, or an audit log read.
+    /// True when any evidence at all was gathered: objects watched, metrics scraped, or an audit log with at
+    /// least one audit event in it (a log of which no line is one, such as a gzip file, shows nothing).
     pub fn has_evidence(&self) -> bool {
         self.resources.iter().any(|r| r.watched)
             || self.metrics.iter().any(|m| !m.scrapes.is_empty())
             || self
                 .audit
                 .as_ref()
-                .is_some_and(|a| a.requests > 0 || a.lines > 0)
+                .is_some_and(|a| a.requests > 0 || a.lines > a.malformed)
     }
 
     /// The metric sources of one kind that were scraped at least twice (rates need two points).

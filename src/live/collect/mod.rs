@@ -137,15 +137,10 @@ pub async fn collect(client: Option<Client>, opts: &CollectOptions, cfg: &Config
         };
         match read {
             Ok(summary) => {
-                if summary.malformed > 0 {
-                    notes.push(Note {
-                        subject: format!("audit log {}", path.display()),
-                        message: format!(
-                            "{} of {} lines were not audit events and were skipped",
-                            summary.malformed, summary.lines
-                        ),
-                    });
-                }
+                notes.extend(crate::live::audit::read_note(
+                    &summary,
+                    &format!("audit log {}", path.display()),
+                ));
                 snap.attach_audit(summary);
             }
             Err(e) => notes.push(Note {
