@@ -26,6 +26,9 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// Beyond the window's closing grace, how long the whole run may take before it is cut short.
+const RUN_SLACK: Duration = Duration::from_secs(4);
+
 /// The User-Agent of every request `live` sends, so that audit logs (and its own detectors) can tell it apart.
 pub const USER_AGENT: &str = concat!("kubectl-ctrlaudit/", env!("CARGO_PKG_VERSION"), " (live)");
 
@@ -141,6 +144,11 @@ pub async fn observe(
         Some(dir) => record::read(dir)?,
         None => {
             let mut pre_notes = Vec::new();
+            // Only to name the server in a note when it does not answer: reading the kubeconfig again is cheap.
+            let server = match &client {
+                Some(_) => g.config().await.ok().map(|c| c.cluster_url.to_string()),
+                None => None,
+            };
             let (client, default_ns) = match client {
                 Some((c, ns)) => (Some(c), ns),
                 None => (None, "default".to_string()),
@@ -194,6 +202,8 @@ pub async fn observe(
                 apiserver_metrics: !a.no_apiserver_metrics,
                 write_ceiling: a.write_ceiling,
                 progress: !a.no_progress && std::io::stderr().is_terminal(),
+                request_timeout: g.request_timeout(),
+                server,
             };
             let mut s = collect::collect(client, &opts, cfg).await;
             pre_notes.append(&mut s.notes);
@@ -242,7 +252,7 @@ pub fn run(g: &ClusterArgs, out: &OutputArgs, all_namespaces: bool, a: &LiveArgs
         rt.block_on(serve_windows(addr, g, all_namespaces, a, &cfg, &policy))?;
         return Ok(Status::Clean);
     }
-    let observed = rt.block_on(async {
+    let run = async {
         let client = if a.replay.is_some() || a.offline {
             None
         } else {
@@ -255,7 +265,28 @@ pub fn run(g: &ClusterArgs, out: &OutputArgs, all_namespaces: bool, a: &LiveArgs
             }
         };
         observe(client, g, all_namespaces, a, &cfg, &policy).await
-    })?;
+    };
+    // The window and its closing grace bound every request already; this is the guard for what they do not
+    // (a kubeconfig exec plugin that hangs, say): the run ends, with exit 3, rather than never.
+    // Offline, reading a large log may rightly take longer than any window.
+    let guard = a.duration.saturating_add(collect::CLOSING + RUN_SLACK);
+    let cluster = a.replay.is_none() && !a.offline;
+    let observed = rt.block_on(async {
+        if cluster {
+            tokio::time::timeout(guard, run).await
+        } else {
+            Ok(run.await)
+        }
+    });
+    // A blocking task stuck on a read must not keep the process from exiting once the window is over.
+    rt.shutdown_timeout(Duration::from_secs(1));
+    let observed = observed.map_err(|_| {
+        Failure::no_evidence(anyhow!(
+            "the run did not end within {} of the {} window: something never answered (see --request-timeout)",
+            crate::duration::format(collect::CLOSING + RUN_SLACK),
+            crate::duration::format(a.duration)
+        ))
+    })??;
     let Observed { snapshot, findings } = observed;
     let mut stats = stats(&snapshot);
     if a.replay.is_none()
@@ -344,7 +375,11 @@ async fn serve_windows(
             Err(e) => eprintln!("warning: window failed: {e:#}"),
         }
         // A window that ended early (nothing observable) waits out its time before the next attempt.
-        let rest = tokio::time::sleep_until(started + a.duration);
+        let rest = tokio::time::sleep_until(
+            started
+                .checked_add(a.duration)
+                .unwrap_or_else(|| collect::after(a.duration)),
+        );
         tokio::select! {
             () = rest => {}
             () = &mut stop => break,

@@ -1,8 +1,8 @@
 //! Scrapes `/metrics`: the API server's (through the client), a controller's by URL (plain HTTP) or through
 //! the API server's pod proxy. Every fetch is bounded in time and size; a failure is a note, never an abort.
 
-use super::MetricsTarget;
 use super::discover::explain;
+use super::{Limits, MetricsTarget};
 use crate::config::Config;
 use crate::fetch::FetchError;
 use crate::live::metrics;
@@ -32,8 +32,20 @@ pub enum ScrapeError {
     Parse(#[from] metrics::ParseError),
 }
 
-/// One scrape of the API server's `/metrics`.
-pub async fn apiserver(client: &Client, cfg: &Config) -> Result<Scrape, ScrapeError> {
+/// One scrape of the API server's `/metrics`, given at most [`APISERVER_TIMEOUT`], the request timeout and what
+/// is left until `until`.
+pub async fn apiserver(
+    client: &Client,
+    cfg: &Config,
+    limits: &Limits,
+    until: tokio::time::Instant,
+) -> Result<Scrape, ScrapeError> {
+    let timeout = limits.budget(Some(APISERVER_TIMEOUT), until);
+    if timeout.is_zero() {
+        return Err(ScrapeError::Fetch(FetchError::Request(
+            "not scraped: the window had ended (waiting for earlier requests)".into(),
+        )));
+    }
     let request = kube::core::Request::new("")
         .get("metrics", &Default::default())
         .map_err(|e| FetchError::Request(e.to_string()))?;
@@ -41,7 +53,7 @@ pub async fn apiserver(client: &Client, cfg: &Config) -> Result<Scrape, ScrapeEr
         client,
         request,
         APISERVER_MAX_BYTES,
-        APISERVER_TIMEOUT,
+        timeout,
         "get on nonResourceURL /metrics",
         &metrics::apiserver_line_wanted,
     )
@@ -163,6 +175,7 @@ pub async fn resolve_targets(
     client: &Client,
     targets: &[MetricsTarget],
     requests: &mut BTreeMap<String, u64>,
+    limits: &Limits,
 ) -> (Vec<Resolved>, Vec<Note>) {
     let mut out = Vec::new();
     let mut notes = Vec::new();
@@ -179,9 +192,19 @@ pub async fn resolve_targets(
                     None => {
                         *requests.entry("get pods".into()).or_default() += 1;
                         let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
-                        match pods.get(name).await {
-                            Ok(p) => metrics_port(&p),
+                        let got = limits
+                            .setup(&format!("get pods/{name}"), pods.get(name))
+                            .await;
+                        match got {
+                            Ok(Ok(p)) => metrics_port(&p),
                             Err(e) => {
+                                notes.push(Note {
+                                    subject: format!("pod {namespace}/{name}"),
+                                    message: e.to_string(),
+                                });
+                                continue;
+                            }
+                            Ok(Err(e)) => {
                                 notes.push(Note {
                                     subject: format!("pod {namespace}/{name}"),
                                     message: format!(
@@ -207,7 +230,21 @@ pub async fn resolve_targets(
             } => {
                 *requests.entry("list pods".into()).or_default() += 1;
                 let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
-                match pods.list(&ListParams::default().labels(selector)).await {
+                let params = ListParams::default().labels(selector);
+                let listed = limits
+                    .setup(&format!("list pods -l {selector}"), pods.list(&params))
+                    .await;
+                let listed = match listed {
+                    Ok(l) => l,
+                    Err(e) => {
+                        notes.push(Note {
+                            subject: format!("-l {selector}"),
+                            message: e.to_string(),
+                        });
+                        continue;
+                    }
+                };
+                match listed {
                     Ok(list) if list.items.is_empty() => notes.push(Note {
                         subject: format!("-l {selector}"),
                         message: format!("no pods match in namespace {namespace}"),
@@ -247,9 +284,10 @@ async fn scrape_once(
     client: &Client,
     target: &Resolved,
     cfg: &Config,
+    timeout: Duration,
 ) -> Result<Scrape, ScrapeError> {
     let text = match target {
-        Resolved::Url(u) => http_get(u, CONTROLLER_MAX_BYTES, CONTROLLER_TIMEOUT).await?,
+        Resolved::Url(u) => http_get(u, CONTROLLER_MAX_BYTES, timeout).await?,
         Resolved::Pod {
             namespace,
             name,
@@ -263,7 +301,7 @@ async fn scrape_once(
                 client,
                 request,
                 CONTROLLER_MAX_BYTES,
-                CONTROLLER_TIMEOUT,
+                timeout,
                 "get on pods/proxy",
                 &|_| true,
             )
@@ -278,14 +316,16 @@ async fn scrape_once(
     )?)
 }
 
-/// Scrapes `target` now, every `interval`, and once more at `deadline`.
+/// Scrapes `target` now, every `interval`, and once more at the window's end; no scrape runs past the closing
+/// grace.
 pub async fn scrape_target(
     client: Client,
     target: Resolved,
     cfg: &Config,
     interval: Duration,
-    deadline: tokio::time::Instant,
+    limits: &Limits,
 ) -> TargetOutcome {
+    let deadline = limits.deadline;
     let mut source = MetricSource {
         name: target.name(),
         kind: SourceKind::Controller,
@@ -294,8 +334,12 @@ pub async fn scrape_target(
     let mut attempts = 0u64;
     let mut failures: BTreeMap<String, u32> = BTreeMap::new();
     loop {
+        let timeout = limits.budget(Some(CONTROLLER_TIMEOUT), limits.closing);
+        if timeout.is_zero() {
+            break;
+        }
         attempts += 1;
-        match scrape_once(&client, &target, cfg).await {
+        match scrape_once(&client, &target, cfg, timeout).await {
             Ok(s) => source.scrapes.push(s),
             Err(e) => *failures.entry(e.to_string()).or_default() += 1,
         }
