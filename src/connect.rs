@@ -12,6 +12,9 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 /// forever by default; a tool that CI runs must end.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How much longer kube's own connect and write timeouts are than `--request-timeout`.
+const CONNECT_MARGIN: Duration = Duration::from_secs(1);
+
 /// The kubectl-style flags of every command that talks to a cluster, accepted before or after the command.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ClusterArgs {
@@ -74,6 +77,9 @@ impl ClusterArgs {
     /// Whole answers of lists, gets and discovery are bounded where they are awaited.
     fn bound(&self, config: &mut kube::Config) {
         if let Some(t) = self.request_timeout() {
+            // A second more than the caller's own bound on the request, which names the request when it fires;
+            // this one still bounds what the caller does not (a watch's connect).
+            let t = t.saturating_add(CONNECT_MARGIN);
             config.connect_timeout = Some(t);
             config.write_timeout = Some(t);
         }

@@ -30,7 +30,15 @@ pub(crate) fn explain(e: &kube::Error, verb_and_resource: &str) -> String {
         }
         kube::Error::Api(s) if s.code == 404 => "not found".to_string(),
         kube::Error::Api(s) => format!("{} {}: {}", s.code, s.reason, s.message),
-        other => format!("unreachable: {}", causes(other)),
+        other => {
+            let why = causes(other);
+            // kube's connect timeout (TCP and the TLS handshake) says only this.
+            if why.ends_with("deadline has elapsed") {
+                "no answer: connecting (TCP and the TLS handshake) took longer than --request-timeout".to_string()
+            } else {
+                format!("unreachable: {why}")
+            }
+        }
     }
 }
 
