@@ -283,3 +283,22 @@ fn a_fifo_or_a_device_as_the_audit_log_is_refused_at_once() {
         assert!(all.contains("is not a regular file"), "{all}");
     }
 }
+
+#[test]
+fn a_scrape_interval_under_a_second_is_a_usage_error() {
+    for i in ["0", "500ms", "0.2"] {
+        let mut cmd = bin();
+        cmd.args([
+            "live",
+            "--scrape-interval",
+            i,
+            "--offline",
+            "--audit-log",
+            "/dev/null",
+        ]);
+        let (out, _) = run_within(cmd, Duration::from_secs(60));
+        let all = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{i}: {all}");
+        assert!(all.contains("shorter than 1s"), "{i}: {all}");
+    }
+}

@@ -81,8 +81,8 @@ pub struct LiveArgs {
     /// The API server's write ceiling in writes/s, as measured by `kubectl ctrlaudit bench` (CA403).
     #[arg(long = "write-ceiling", value_name = "WRITES_PER_SEC")]
     pub write_ceiling: Option<f64>,
-    /// How often the controllers' /metrics are scraped.
-    #[arg(long = "scrape-interval", default_value = "5s", value_parser = crate::duration::parse_arg)]
+    /// How often the controllers' /metrics are scraped (1s at least).
+    #[arg(long = "scrape-interval", default_value = "5s", value_parser = parse_scrape_interval)]
     pub scrape_interval: Duration,
     /// Do not scrape the API server's /metrics.
     #[arg(long = "no-apiserver-metrics")]
@@ -98,6 +98,19 @@ pub struct LiveArgs {
     /// The only write live ever makes; needs create on events (deploy/events-rbac.yaml).
     #[arg(long, requires = "serve")]
     pub events: bool,
+}
+
+/// A duration of at least [`collect::MIN_SCRAPE_INTERVAL`].
+fn parse_scrape_interval(s: &str) -> std::result::Result<Duration, String> {
+    let d = crate::duration::parse_arg(s)?;
+    if d < collect::MIN_SCRAPE_INTERVAL {
+        return Err(format!(
+            "{s:?} is shorter than {}: each scrape of a large /metrics takes about that long, and the rules read \
+             rates over the window",
+            crate::duration::format(collect::MIN_SCRAPE_INTERVAL)
+        ));
+    }
+    Ok(d)
 }
 
 /// `:9464` (every interface) or `HOST:PORT`.
@@ -445,7 +458,7 @@ pub fn stats(s: &Snapshot) -> Vec<(String, String)> {
             "metrics sources".to_string(),
             s.metrics
                 .iter()
-                .filter(|m| !m.scrapes.is_empty())
+                .filter(|m| m.scrape_count() > 0)
                 .count()
                 .to_string(),
         ),

@@ -81,6 +81,10 @@ impl Default for CollectOptions {
     }
 }
 
+/// The shortest `--scrape-interval`: a scrape of a large endpoint takes longer than a shorter one, and the
+/// detectors read rates over the window, not single scrapes.
+pub const MIN_SCRAPE_INTERVAL: Duration = Duration::from_secs(1);
+
 /// After the window, how long the closing work (the last scrapes, the watches' ends) may take: the run ends
 /// within `--duration` and this, whatever the API server does.
 pub const CLOSING: Duration = Duration::from_secs(10);
@@ -305,12 +309,12 @@ async fn observe(
     let mut apiserver = MetricSource {
         name: "apiserver".into(),
         kind: SourceKind::Apiserver,
-        scrapes: Vec::new(),
+        ..MetricSource::default()
     };
     let mut apiserver_failed = !opts.apiserver_metrics;
     if opts.apiserver_metrics {
         match scrape::apiserver(client, cfg, &limits, deadline).await {
-            Ok(s) => apiserver.scrapes.push(s),
+            Ok(s) => apiserver.push(s),
             Err(e) => {
                 apiserver_failed = true;
                 notes.push(Note {
@@ -346,7 +350,8 @@ async fn observe(
         .map(|t| {
             let client = client.clone();
             let cfg = cfg.clone();
-            let interval = opts.scrape_interval;
+            // The flag refuses less; a library caller's shorter interval would only spin.
+            let interval = opts.scrape_interval.max(MIN_SCRAPE_INTERVAL);
             let limits = limits.clone();
             tokio::spawn(
                 async move { scrape::scrape_target(client, t, &cfg, interval, &limits).await },
@@ -503,7 +508,7 @@ async fn observe(
     }
     if !apiserver_failed {
         match scrape::apiserver(client, cfg, &limits, limits.closing).await {
-            Ok(s) => apiserver.scrapes.push(s),
+            Ok(s) => apiserver.push(s),
             Err(e) => notes.push(Note {
                 subject: "apiserver /metrics".into(),
                 message: format!("the closing scrape failed: {e}"),
