@@ -218,7 +218,8 @@ pub async fn observe(
                 request_timeout: g.request_timeout(),
                 server,
             };
-            let mut s = collect::collect(client, &opts, cfg).await;
+            let cluster = client.is_some();
+            let mut s = guarded(collect::collect(client, &opts, cfg), &opts, cluster).await;
             pre_notes.append(&mut s.notes);
             s.notes = pre_notes;
             s
@@ -230,6 +231,36 @@ pub async fn observe(
         record::write(dir, &snapshot, &findings)?;
     }
     Ok(Observed { snapshot, findings })
+}
+
+/// The window and its closing grace bound every request already; this guards against what they do not (a
+/// kubeconfig exec plugin that hangs, say): collecting from a cluster ends rather than never, with nothing kept
+/// and a note saying so. Offline, reading a large log may rightly take longer than any window.
+async fn guarded(
+    collecting: impl Future<Output = Snapshot>,
+    opts: &CollectOptions,
+    cluster: bool,
+) -> Snapshot {
+    if !cluster {
+        return collecting.await;
+    }
+    let limit = opts.duration.saturating_add(collect::CLOSING + RUN_SLACK);
+    match tokio::time::timeout(limit, collecting).await {
+        Ok(s) => s,
+        Err(_) => Snapshot {
+            format: snapshot::FORMAT_VERSION,
+            notes: vec![Note {
+                subject: "window".into(),
+                message: format!(
+                    "did not end within {} of its {}: something never answered (see --request-timeout); nothing \
+                     was kept",
+                    crate::duration::format(collect::CLOSING + RUN_SLACK),
+                    crate::duration::format(opts.duration)
+                ),
+            }],
+            ..Snapshot::default()
+        },
+    }
 }
 
 /// The `live` command: Findings when one is at or above `--fail-on`, NoEvidence when nothing at all could
@@ -265,7 +296,7 @@ pub fn run(g: &ClusterArgs, out: &OutputArgs, all_namespaces: bool, a: &LiveArgs
         rt.block_on(serve_windows(addr, g, all_namespaces, a, &cfg, &policy))?;
         return Ok(Status::Clean);
     }
-    let run = async {
+    let observed = rt.block_on(async {
         let client = if a.replay.is_some() || a.offline {
             None
         } else {
@@ -278,28 +309,10 @@ pub fn run(g: &ClusterArgs, out: &OutputArgs, all_namespaces: bool, a: &LiveArgs
             }
         };
         observe(client, g, all_namespaces, a, &cfg, &policy).await
-    };
-    // The window and its closing grace bound every request already; this is the guard for what they do not
-    // (a kubeconfig exec plugin that hangs, say): the run ends, with exit 3, rather than never.
-    // Offline, reading a large log may rightly take longer than any window.
-    let guard = a.duration.saturating_add(collect::CLOSING + RUN_SLACK);
-    let cluster = a.replay.is_none() && !a.offline;
-    let observed = rt.block_on(async {
-        if cluster {
-            tokio::time::timeout(guard, run).await
-        } else {
-            Ok(run.await)
-        }
     });
     // A blocking task stuck on a read must not keep the process from exiting once the window is over.
     rt.shutdown_timeout(Duration::from_secs(1));
-    let observed = observed.map_err(|_| {
-        Failure::no_evidence(anyhow!(
-            "the run did not end within {} of the {} window: something never answered (see --request-timeout)",
-            crate::duration::format(collect::CLOSING + RUN_SLACK),
-            crate::duration::format(a.duration)
-        ))
-    })??;
+    let observed = observed?;
     let Observed { snapshot, findings } = observed;
     let mut stats = stats(&snapshot);
     if a.replay.is_none()
