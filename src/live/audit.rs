@@ -339,8 +339,10 @@ pub fn read_note(summary: &AuditSummary, subject: &str) -> Option<Note> {
     } else if summary.malformed >= summary.lines {
         format!(
             "none of its {} lines is an audit event (a JSON object of kind Event per line): not an API server \
-             audit log? (gzip, UTF-16 and other encodings are not read; decompress or convert it first)",
-            summary.lines
+             audit log? (gzip, UTF-16 and other encodings are not read, decompress or convert it first; a line \
+             over {} MiB is skipped)",
+            summary.lines,
+            crate::live::collect::audit_file::MAX_LINE >> 20
         )
     } else if summary.malformed > 0 {
         format!(
