@@ -3,6 +3,10 @@
 
 use std::time::Duration;
 
+/// The longest duration any flag takes. Windows, waits and deadlines are added to `Instant`s, which panic on
+/// overflow (`--duration 1e19`); no window or wait of this tool is meant to last longer than a month.
+pub const MAX: Duration = Duration::from_secs(30 * 24 * 3600);
+
 /// Why a text is not a duration; the message quotes the text and shows the expected form.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{text:?}: {why} (expected e.g. 500ms, 30s, 2m, 1h)")]
@@ -24,8 +28,15 @@ pub fn parse(text: &str) -> Result<Duration, DurationError> {
     if t.starts_with('-') {
         return Err(bad("a duration cannot be negative"));
     }
+    let bounded = |secs: f64| -> Result<Duration, DurationError> {
+        let d = Duration::try_from_secs_f64(secs).map_err(|_| bad("not a finite duration"))?;
+        if d > MAX {
+            return Err(bad("longer than the maximum of 30 days"));
+        }
+        Ok(d)
+    };
     if let Ok(secs) = t.parse::<f64>() {
-        return Duration::try_from_secs_f64(secs).map_err(|_| bad("not a finite duration"));
+        return bounded(secs);
     }
     let mut total = 0f64;
     let mut rest = t;
@@ -54,7 +65,7 @@ pub fn parse(text: &str) -> Result<Duration, DurationError> {
         total += value * scale;
         rest = next;
     }
-    Duration::try_from_secs_f64(total).map_err(|_| bad("not a finite duration"))
+    bounded(total)
 }
 
 /// For clap's `value_parser`: the same grammar, the error as text.
@@ -96,6 +107,7 @@ mod tests {
         assert_eq!(ok("15"), Some(Duration::from_secs(15)));
         assert_eq!(ok(" 45 "), Some(Duration::from_secs(45)));
         assert_eq!(ok("0"), Some(Duration::ZERO));
+        assert_eq!(ok("720h"), Some(MAX));
     }
 
     #[test]
@@ -110,6 +122,10 @@ mod tests {
             ("ten", "expected a number"),
             ("10s5", "missing a unit"),
             ("1e400", "not a finite duration"),
+            ("1e19", "longer than the maximum of 30 days"),
+            ("31d", "unknown unit"),
+            ("745h", "longer than the maximum"),
+            ("9999999999999999999s", "longer than the maximum"),
         ] {
             let e = parse(bad).expect_err(bad).to_string();
             assert!(e.contains(why), "{bad:?}: {e}");

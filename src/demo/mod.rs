@@ -93,6 +93,7 @@ pub fn run(g: &ClusterArgs, out: &OutputArgs, a: &DemoArgs) -> Outcome {
             kubeconfig: Some(p.kubeconfig.clone()),
             context: None,
             namespace: None,
+            ..g.clone()
         },
         None => g.clone(),
     };

@@ -7,6 +7,7 @@
 use crate::live::snapshot::{AuditGroup, AuditObject, AuditSummary, FieldChurn, Identity};
 use crate::live::tracker::parse_time_ms;
 use crate::live::volatile::looks_volatile;
+use crate::report::Note;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -329,6 +330,34 @@ fn field_manager(uri: &str) -> Option<String> {
     String::from_utf8(out).ok().filter(|s| !s.is_empty())
 }
 
+/// What to say about how a log read: nothing when every line was an audit event; how many were skipped when some
+/// were not; and, when none was, that it is no audit log at all (gzip, UTF-16, a text, truncated JSON), which
+/// leaves nothing observed rather than "no findings".
+pub fn read_note(summary: &AuditSummary, subject: &str) -> Option<Note> {
+    let message = if summary.lines == 0 {
+        "has no lines: nothing was read from it".to_string()
+    } else if summary.malformed >= summary.lines {
+        format!(
+            "none of its {} lines is an audit event (a JSON object of kind Event per line): not an API server \
+             audit log? (gzip, UTF-16 and other encodings are not read, decompress or convert it first; a line \
+             over {} MiB is skipped)",
+            summary.lines,
+            crate::live::collect::audit_file::MAX_LINE >> 20
+        )
+    } else if summary.malformed > 0 {
+        format!(
+            "{} of {} lines were not audit events and were skipped",
+            summary.malformed, summary.lines
+        )
+    } else {
+        return None;
+    };
+    Some(Note {
+        subject: subject.to_string(),
+        message,
+    })
+}
+
 /// Summarises a whole log text (fixtures, tests).
 pub fn summarise(source: &str, text: &str, namespace: Option<&str>) -> AuditSummary {
     let mut f = AuditFolder::new(source, namespace);
@@ -357,5 +386,36 @@ mod tests {
         let text = "not json\n{\"kind\":\"Event\",\"stage\":\"RequestReceived\",\"verb\":\"get\"}\n\n{\"a\":1}\n";
         let s = summarise("t", text, None);
         assert_eq!((s.lines, s.malformed, s.requests), (3, 2, 0));
+        let note = read_note(&s, "audit log t").expect("a note");
+        assert!(note.message.starts_with("2 of 3 lines"), "{note:?}");
+    }
+
+    #[test]
+    fn a_log_without_a_single_audit_event_is_no_evidence() {
+        let truncated = "{\"kind\":\"Event\",\"stage\":\"ResponseComplete\",\"verb\":\"get\"";
+        for text in [
+            "Dec  1 07:00:00 host kubelet[1]: started\nanother line\n",
+            truncated,
+            "\u{1f}\u{8b}\u{8}\u{0}binary",
+            "{\0\"\0k\0i\0n\0d\0\"\0}\0\n\0",
+        ] {
+            let s = summarise("t", text, None);
+            assert!(s.lines > 0 && s.malformed == s.lines, "{text:?}: {s:?}");
+            let snap = crate::live::snapshot::Snapshot {
+                audit: Some(s.clone()),
+                ..Default::default()
+            };
+            assert!(!snap.has_evidence(), "{text:?}");
+            let note = read_note(&s, "audit log t").expect("a note");
+            assert!(note.message.contains("is an audit event"), "{note:?}");
+        }
+        // One event among garbage is evidence.
+        let one = "junk\n{\"kind\":\"Event\",\"stage\":\"RequestReceived\",\"verb\":\"get\"}\n";
+        let s = summarise("t", one, None);
+        let snap = crate::live::snapshot::Snapshot {
+            audit: Some(s),
+            ..Default::default()
+        };
+        assert!(snap.has_evidence());
     }
 }

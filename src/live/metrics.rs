@@ -65,6 +65,30 @@ fn only_families(text: &str, families: &[&str]) -> String {
     out
 }
 
+/// `text` cut after its first `max` sample lines (comments kept up to there), and how many sample lines were
+/// left out. A controller's `/metrics` of more series than that is a cardinality problem on its own; reading them
+/// all would cost the tool more than the endpoint is worth.
+pub fn cap_series(text: &str, max: usize) -> (&str, usize) {
+    let mut samples = 0usize;
+    let mut offset = 0usize;
+    for line in text.split_inclusive('\n') {
+        let l = line.trim();
+        if !l.is_empty() && !l.starts_with('#') {
+            if samples == max {
+                let left = text[offset..]
+                    .lines()
+                    .map(str::trim)
+                    .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                    .count();
+                return (&text[..offset], left);
+            }
+            samples += 1;
+        }
+        offset += line.len();
+    }
+    (text, 0)
+}
+
 /// Parses one scrape taken at `t_ms`.
 pub fn parse(
     text: &str,
@@ -287,6 +311,19 @@ mod tests {
         assert_eq!(s.samples.len(), 1);
         assert_eq!(s.samples[0].value, 4.0);
         assert!(s.families.is_empty());
+    }
+
+    #[test]
+    fn series_are_capped_at_a_line() {
+        let text = "# TYPE a counter\na 1\na{x=\"1\"} 2\n\n# TYPE b gauge\nb 3\nb{y=\"2\"} 4";
+        assert_eq!(cap_series(text, 10), (text, 0));
+        let (cut, left) = cap_series(text, 2);
+        assert_eq!(
+            cut,
+            "# TYPE a counter\na 1\na{x=\"1\"} 2\n\n# TYPE b gauge\n"
+        );
+        assert_eq!(left, 2);
+        assert_eq!(cap_series(text, 0).1, 4);
     }
 
     #[test]

@@ -26,6 +26,9 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// Beyond the window's closing grace, how long the whole run may take before it is cut short.
+const RUN_SLACK: Duration = Duration::from_secs(4);
+
 /// The User-Agent of every request `live` sends, so that audit logs (and its own detectors) can tell it apart.
 pub const USER_AGENT: &str = concat!("kubectl-ctrlaudit/", env!("CARGO_PKG_VERSION"), " (live)");
 
@@ -78,8 +81,8 @@ pub struct LiveArgs {
     /// The API server's write ceiling in writes/s, as measured by `kubectl ctrlaudit bench` (CA403).
     #[arg(long = "write-ceiling", value_name = "WRITES_PER_SEC")]
     pub write_ceiling: Option<f64>,
-    /// How often the controllers' /metrics are scraped.
-    #[arg(long = "scrape-interval", default_value = "5s", value_parser = crate::duration::parse_arg)]
+    /// How often the controllers' /metrics are scraped (1s at least).
+    #[arg(long = "scrape-interval", default_value = "5s", value_parser = parse_scrape_interval)]
     pub scrape_interval: Duration,
     /// Do not scrape the API server's /metrics.
     #[arg(long = "no-apiserver-metrics")]
@@ -95,6 +98,19 @@ pub struct LiveArgs {
     /// The only write live ever makes; needs create on events (deploy/events-rbac.yaml).
     #[arg(long, requires = "serve")]
     pub events: bool,
+}
+
+/// A duration of at least [`collect::MIN_SCRAPE_INTERVAL`].
+fn parse_scrape_interval(s: &str) -> std::result::Result<Duration, String> {
+    let d = crate::duration::parse_arg(s)?;
+    if d < collect::MIN_SCRAPE_INTERVAL {
+        return Err(format!(
+            "{s:?} is shorter than {}: each scrape of a large /metrics takes about that long, and the rules read \
+             rates over the window",
+            crate::duration::format(collect::MIN_SCRAPE_INTERVAL)
+        ));
+    }
+    Ok(d)
 }
 
 /// `:9464` (every interface) or `HOST:PORT`.
@@ -134,10 +150,18 @@ pub async fn observe(
     cfg: &Config,
     policy: &Policy,
 ) -> Result<Observed> {
+    if let Some(dir) = &a.record {
+        record::check_writable(dir)?;
+    }
     let snapshot = match &a.replay {
         Some(dir) => record::read(dir)?,
         None => {
             let mut pre_notes = Vec::new();
+            // Only to name the server in a note when it does not answer: reading the kubeconfig again is cheap.
+            let server = match &client {
+                Some(_) => g.config().await.ok().map(|c| c.cluster_url.to_string()),
+                None => None,
+            };
             let (client, default_ns) = match client {
                 Some((c, ns)) => (Some(c), ns),
                 None => (None, "default".to_string()),
@@ -191,8 +215,11 @@ pub async fn observe(
                 apiserver_metrics: !a.no_apiserver_metrics,
                 write_ceiling: a.write_ceiling,
                 progress: !a.no_progress && std::io::stderr().is_terminal(),
+                request_timeout: g.request_timeout(),
+                server,
             };
-            let mut s = collect::collect(client, &opts, cfg).await;
+            let cluster = client.is_some();
+            let mut s = guarded(collect::collect(client, &opts, cfg), &opts, cluster).await;
             pre_notes.append(&mut s.notes);
             s.notes = pre_notes;
             s
@@ -204,6 +231,36 @@ pub async fn observe(
         record::write(dir, &snapshot, &findings)?;
     }
     Ok(Observed { snapshot, findings })
+}
+
+/// The window and its closing grace bound every request already; this guards against what they do not (a
+/// kubeconfig exec plugin that hangs, say): collecting from a cluster ends rather than never, with nothing kept
+/// and a note saying so. Offline, reading a large log may rightly take longer than any window.
+async fn guarded(
+    collecting: impl Future<Output = Snapshot>,
+    opts: &CollectOptions,
+    cluster: bool,
+) -> Snapshot {
+    if !cluster {
+        return collecting.await;
+    }
+    let limit = opts.duration.saturating_add(collect::CLOSING + RUN_SLACK);
+    match tokio::time::timeout(limit, collecting).await {
+        Ok(s) => s,
+        Err(_) => Snapshot {
+            format: snapshot::FORMAT_VERSION,
+            notes: vec![Note {
+                subject: "window".into(),
+                message: format!(
+                    "did not end within {} of its {}: something never answered (see --request-timeout); nothing \
+                     was kept",
+                    crate::duration::format(collect::CLOSING + RUN_SLACK),
+                    crate::duration::format(opts.duration)
+                ),
+            }],
+            ..Snapshot::default()
+        },
+    }
 }
 
 /// The `live` command: Findings when one is at or above `--fail-on`, NoEvidence when nothing at all could
@@ -222,6 +279,15 @@ pub fn run(g: &ClusterArgs, out: &OutputArgs, all_namespaces: bool, a: &LiveArgs
     };
     // Before connecting, so that a mistyped code costs no wait.
     let policy = Policy::new(&cfg, &a.policy).map_err(Failure::usage)?;
+    // Before connecting too: a window watched and then not saved, or a FIFO read forever, is a wait for nothing.
+    if let Some(dir) = &a.record {
+        record::check_writable(dir).map_err(Failure::usage)?;
+    }
+    if let Some(log) = &a.audit_log
+        && log.exists()
+    {
+        collect::audit_file::check_regular(log).map_err(Failure::usage)?;
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -243,7 +309,10 @@ pub fn run(g: &ClusterArgs, out: &OutputArgs, all_namespaces: bool, a: &LiveArgs
             }
         };
         observe(client, g, all_namespaces, a, &cfg, &policy).await
-    })?;
+    });
+    // A blocking task stuck on a read must not keep the process from exiting once the window is over.
+    rt.shutdown_timeout(Duration::from_secs(1));
+    let observed = observed?;
     let Observed { snapshot, findings } = observed;
     let mut stats = stats(&snapshot);
     if a.replay.is_none()
@@ -332,7 +401,11 @@ async fn serve_windows(
             Err(e) => eprintln!("warning: window failed: {e:#}"),
         }
         // A window that ended early (nothing observable) waits out its time before the next attempt.
-        let rest = tokio::time::sleep_until(started + a.duration);
+        let rest = tokio::time::sleep_until(
+            started
+                .checked_add(a.duration)
+                .unwrap_or_else(|| collect::after(a.duration)),
+        );
         tokio::select! {
             () = rest => {}
             () = &mut stop => break,
@@ -398,7 +471,7 @@ pub fn stats(s: &Snapshot) -> Vec<(String, String)> {
             "metrics sources".to_string(),
             s.metrics
                 .iter()
-                .filter(|m| !m.scrapes.is_empty())
+                .filter(|m| m.scrape_count() > 0)
                 .count()
                 .to_string(),
         ),

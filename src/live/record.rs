@@ -47,6 +47,19 @@ pub fn write(dir: &Path, snapshot: &Snapshot, findings: &[Finding]) -> Result<()
     write_expected(dir, findings)
 }
 
+/// Makes sure a recording can be saved in `dir` before a window is spent on it: creates it and writes (then
+/// removes) a probe file. A window observed and then not saved is lost.
+pub fn check_writable(dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("--record {}: cannot create the directory", dir.display()))?;
+    let probe = dir.join(".ctrlaudit-write-probe");
+    std::fs::write(&probe, b"probe\n")
+        .with_context(|| format!("--record {}: cannot write in it", dir.display()))?;
+    // Left behind it would only be clutter; failing to remove what was just written says nothing new.
+    let _ = std::fs::remove_file(&probe);
+    Ok(())
+}
+
 /// Writes only `expected.json`.
 pub fn write_expected(dir: &Path, findings: &[Finding]) -> Result<()> {
     let text = serde_json::to_string_pretty(&expectations(findings))
@@ -74,13 +87,17 @@ pub fn read(dir: &Path) -> Result<Snapshot> {
         Snapshot::default()
     };
     if audit_path.is_file() && snap.audit.is_none() {
-        let text = std::fs::read_to_string(&audit_path)
-            .with_context(|| format!("cannot read {}", audit_path.display()))?;
-        let summary = audit::summarise(
-            &audit_path.display().to_string(),
-            &text,
+        // Read as the offline --audit-log is: line by line, bounded lines, any bytes (a gzip or UTF-16 file is
+        // lines that are not events, not an error).
+        let summary = crate::live::collect::audit_file::read_blocking(
+            &audit_path,
             snap.scope.namespace.as_deref(),
-        );
+            None,
+        )?;
+        snap.notes.extend(audit::read_note(
+            &summary,
+            &format!("audit log {}", audit_path.display()),
+        ));
         snap.attach_audit(summary);
     }
     Ok(snap)

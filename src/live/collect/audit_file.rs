@@ -25,18 +25,34 @@ pub async fn read(
 ) -> anyhow::Result<AuditSummary> {
     let path: PathBuf = path.to_path_buf();
     let namespace = namespace.map(str::to_string);
-    tokio::task::spawn_blocking(move || {
-        let mut folder = AuditFolder::new(&path.display().to_string(), namespace.as_deref());
-        if let Some((a, b)) = window {
-            folder = folder.within(a - SLACK_MS, b + SLACK_MS);
-        }
-        let mut file = Open::new(&path)?;
-        file.drain(&mut folder)?;
-        Ok(folder.finish())
-    })
-    .await
-    .context("the audit log reader panicked")?
+    tokio::task::spawn_blocking(move || read_blocking(&path, namespace.as_deref(), window))
+        .await
+        .context("the audit log reader panicked")?
 }
+
+/// [`read`] on the calling thread (`--replay` reads its `audit.jsonl` this way): every line, the last one too
+/// when it has no newline, none longer than [`MAX_LINE`] kept in memory.
+pub fn read_blocking(
+    path: &Path,
+    namespace: Option<&str>,
+    window: Option<(i64, i64)>,
+) -> anyhow::Result<AuditSummary> {
+    let mut folder = AuditFolder::new(&path.display().to_string(), namespace);
+    if let Some((a, b)) = window {
+        folder = folder.within(a - SLACK_MS, b + SLACK_MS);
+    }
+    let mut file = Open::new(path)?;
+    file.drain(&mut folder)?;
+    // Nothing more will be written: a last line without its newline is a line (an excerpt cut by hand, a log
+    // copied while the API server was between two writes).
+    file.flush(&mut folder);
+    Ok(folder.finish())
+}
+
+/// The longest audit line kept: an event at level RequestResponse carries its request and response objects,
+/// each at most etcd's 1.5 MiB, JSON-escaped. A longer line is no event the API server writes; it is counted as
+/// malformed and skipped to its end without being held (a 114 MB line once cost 1.9 GB).
+pub const MAX_LINE: usize = 4 << 20;
 
 /// One open audit log: its identity on disk, where reading stopped, and the partial line after that.
 struct Open {
@@ -47,6 +63,9 @@ struct Open {
     /// Bytes consumed, complete lines only.
     pos: u64,
     partial: Vec<u8>,
+    /// The line being read is longer than `max_line`: its bytes are counted, not kept, up to its newline.
+    skipping: Option<u64>,
+    max_line: usize,
     /// The file's first bytes as first read: a truncated and rewritten log has other ones, even when it has
     /// grown past `pos` again between two polls.
     head: Vec<u8>,
@@ -68,8 +87,30 @@ fn file_id(meta: &std::fs::Metadata) -> (u64, u64) {
     }
 }
 
+/// Why an audit log cannot be read at all.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// A FIFO, a device (`/dev/zero`) or a directory: reading it could block or never end.
+    #[error(
+        "{0} is not a regular file: --audit-log reads the file an API server writes (--audit-log-path)"
+    )]
+    NotAFile(String),
+}
+
+/// Fails unless `path` is a regular file (or a link to one). Checked before opening: opening a FIFO blocks
+/// until something writes to it.
+pub fn check_regular(path: &Path) -> anyhow::Result<()> {
+    let meta =
+        std::fs::metadata(path).with_context(|| format!("cannot open {}", path.display()))?;
+    if !meta.is_file() {
+        return Err(OpenError::NotAFile(path.display().to_string()).into());
+    }
+    Ok(())
+}
+
 impl Open {
     fn new(path: &Path) -> anyhow::Result<Self> {
+        check_regular(path)?;
         let file =
             std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
         let meta = file
@@ -81,42 +122,72 @@ impl Open {
             id: file_id(&meta),
             pos: 0,
             partial: Vec::new(),
+            skipping: None,
+            max_line: MAX_LINE,
             head: Vec::new(),
         })
     }
 
+    /// Bytes read of the line not yet complete.
+    fn pending(&self) -> u64 {
+        self.skipping.unwrap_or(self.partial.len() as u64)
+    }
+
     /// Folds every complete line up to the current end; a last line without its newline waits for the next
-    /// call (the API server may be writing it).
+    /// call (the API server may be writing it). A line is read in the reader's chunks so that one over
+    /// `max_line` is never held whole.
     fn drain(&mut self, folder: &mut AuditFolder) -> anyhow::Result<()> {
         loop {
-            let n = self
+            let buf = self
                 .reader
-                .read_until(b'\n', &mut self.partial)
+                .fill_buf()
                 .with_context(|| format!("reading {}", self.path.display()))?;
-            if n == 0 || !self.partial.ends_with(b"\n") {
+            if buf.is_empty() {
                 return Ok(());
             }
-            if self.head.len() < HEAD && self.pos < HEAD as u64 {
-                let take = (HEAD - self.head.len()).min(self.partial.len());
-                self.head.extend_from_slice(&self.partial[..take]);
+            let (chunk, complete) = match buf.iter().position(|&b| b == b'\n') {
+                Some(i) => (&buf[..=i], true),
+                None => (buf, false),
+            };
+            let n = chunk.len();
+            if self.head.len() < HEAD {
+                // Every byte so far went into the head: it is the file's first bytes.
+                let take = (HEAD - self.head.len()).min(n);
+                self.head.extend_from_slice(&chunk[..take]);
             }
-            self.pos += self.partial.len() as u64;
-            match std::str::from_utf8(&self.partial) {
-                Ok(line) => folder.line(line),
-                Err(_) => folder.malformed_line(),
+            match &mut self.skipping {
+                Some(skipped) => *skipped += n as u64,
+                None if self.partial.len() + n > self.max_line => {
+                    self.skipping = Some((self.partial.len() + n) as u64);
+                    self.partial = Vec::new();
+                }
+                None => self.partial.extend_from_slice(chunk),
             }
-            self.partial.clear();
+            self.reader.consume(n);
+            if complete {
+                self.pos += self.pending();
+                self.fold(folder);
+            }
         }
+    }
+
+    /// The line read so far, as a whole line.
+    fn fold(&mut self, folder: &mut AuditFolder) {
+        if self.skipping.take().is_some() {
+            folder.malformed_line();
+            return;
+        }
+        match std::str::from_utf8(&self.partial) {
+            Ok(line) => folder.line(line),
+            Err(_) => folder.malformed_line(),
+        }
+        self.partial.clear();
     }
 
     /// The partial last line, folded as it is (at the very end, when nothing more will come).
     fn flush(&mut self, folder: &mut AuditFolder) {
-        if !self.partial.is_empty() {
-            match std::str::from_utf8(&self.partial) {
-                Ok(line) => folder.line(line),
-                Err(_) => folder.malformed_line(),
-            }
-            self.partial.clear();
+        if self.pending() > 0 {
+            self.fold(folder);
         }
     }
 }
@@ -206,8 +277,9 @@ fn follow_rotation(
             ),
         });
         open.drain(folder)?;
-    } else if meta.len() < open.pos + open.partial.len() as u64 || !same_head(open) {
+    } else if meta.len() < open.pos + open.pending() || !same_head(open) {
         open.partial.clear();
+        open.skipping = None;
         open.head.clear();
         open.pos = 0;
         open.reader
@@ -318,5 +390,69 @@ mod tests {
             notes[1].starts_with("truncated during the window"),
             "{notes:?}"
         );
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn the_last_line_without_a_newline_is_folded_when_read_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.log");
+        let now = jiff::Timestamp::now().as_millisecond();
+        let last = event(now + 1, 1);
+        append(&path, &(event(now, 0) + last.trim_end_matches('\n')));
+        let s = read(&path, None, None).await.unwrap();
+        assert_eq!((s.lines, s.requests, s.malformed), (2, 2, 0), "{s:?}");
+    }
+
+    #[test]
+    fn an_over_long_line_is_malformed_and_never_held_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.log");
+        let now = jiff::Timestamp::now().as_millisecond();
+        let long = "x".repeat(MAX_LINE + (1 << 20));
+        append(&path, &event(now, 0));
+        append(&path, &format!("{long}\n"));
+        append(&path, &event(now + 1, 1));
+        append(&path, &long); // and one more, cut off at the end of the file
+        let s = read_blocking(&path, None, None).unwrap();
+        assert_eq!((s.lines, s.requests, s.malformed), (4, 2, 2), "{s:?}");
+
+        // Followed: the long line arrives in pieces; what is held stays under the cap while it is skipped,
+        // and the line is one malformed line once its newline comes.
+        let path = dir.path().join("followed.log");
+        append(&path, "");
+        let mut open = Open::new(&path).unwrap();
+        open.max_line = 1000;
+        let mut folder = AuditFolder::new("t", None);
+        for _ in 0..50 {
+            append(&path, &"y".repeat(2000));
+            open.drain(&mut folder).unwrap();
+            assert!(
+                open.partial.capacity() <= 2 * open.max_line,
+                "{}",
+                open.partial.capacity()
+            );
+        }
+        assert_eq!(open.pending(), 100_000);
+        append(&path, &format!("\n{}", event(now, 2)));
+        open.drain(&mut folder).unwrap();
+        let s = folder.finish();
+        assert_eq!((s.lines, s.requests, s.malformed), (2, 1, 1), "{s:?}");
+        assert_eq!(open.pos, std::fs::metadata(&path).unwrap().len());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_or_a_device_is_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        for p in [fifo.as_path(), Path::new("/dev/zero"), dir.path()] {
+            let e = read_blocking(p, None, None).expect_err("not a file");
+            assert!(format!("{e:#}").contains("is not a regular file"), "{e:#}");
+        }
     }
 }

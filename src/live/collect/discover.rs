@@ -1,6 +1,7 @@
 //! Finds the custom resource types (and which have the status subresource), resolves built-in kinds named by
 //! `--resource` or added by `--owned`, and picks the ones to watch.
 
+use super::Limits;
 use crate::live::snapshot::ResourceType;
 use crate::report::Note;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -29,7 +30,15 @@ pub(crate) fn explain(e: &kube::Error, verb_and_resource: &str) -> String {
         }
         kube::Error::Api(s) if s.code == 404 => "not found".to_string(),
         kube::Error::Api(s) => format!("{} {}: {}", s.code, s.reason, s.message),
-        other => format!("unreachable: {}", causes(other)),
+        other => {
+            let why = causes(other);
+            // kube's connect timeout (TCP and the TLS handshake) says only this.
+            if why.ends_with("deadline has elapsed") {
+                "no answer: connecting (TCP and the TLS handshake) took longer than --request-timeout".to_string()
+            } else {
+                format!("unreachable: {why}")
+            }
+        }
     }
 }
 
@@ -53,13 +62,28 @@ pub(crate) fn causes(e: &dyn std::error::Error) -> String {
 pub async fn custom_resources(
     client: &Client,
     requests: &mut BTreeMap<String, u64>,
+    limits: &Limits,
 ) -> (Vec<ResourceType>, Vec<Note>) {
     let mut notes = Vec::new();
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     *requests
         .entry("list customresourcedefinitions".into())
         .or_default() += 1;
-    match crds.list(&ListParams::default()).await {
+    let params = ListParams::default();
+    let listed = match limits
+        .setup("list customresourcedefinitions", crds.list(&params))
+        .await
+    {
+        Ok(l) => l,
+        Err(e) => {
+            notes.push(Note {
+                subject: "cluster".into(),
+                message: e.to_string(),
+            });
+            return (Vec::new(), notes);
+        }
+    };
+    match listed {
         Ok(list) => {
             let mut out: Vec<ResourceType> = list
                 .items
@@ -105,7 +129,23 @@ pub async fn custom_resources(
             });
             // The aggregated discovery is two requests: /api and /apis.
             *requests.entry("discovery".into()).or_default() += 2;
-            match Discovery::new(client.clone()).run_aggregated().await {
+            let found = limits
+                .setup(
+                    "discovery (/api, /apis)",
+                    Discovery::new(client.clone()).run_aggregated(),
+                )
+                .await;
+            let found = match found {
+                Ok(f) => f,
+                Err(e) => {
+                    notes.push(Note {
+                        subject: "API discovery".into(),
+                        message: e.to_string(),
+                    });
+                    return (Vec::new(), notes);
+                }
+            };
+            match found {
                 Ok(d) => {
                     let mut out = Vec::new();
                     for g in d.groups().filter(|g| !builtin_group(g.name())) {
@@ -189,12 +229,26 @@ pub async fn builtin_resources(
     client: &Client,
     requests: &mut BTreeMap<String, u64>,
     notes: &mut Vec<Note>,
+    limits: &Limits,
 ) -> Vec<ResourceType> {
     // The aggregated discovery is two requests: /api and /apis.
     *requests.entry("discovery".into()).or_default() += 2;
-    let discovery = match Discovery::new(client.clone()).run_aggregated().await {
-        Ok(d) => d,
+    let found = limits
+        .setup(
+            "discovery (/api, /apis)",
+            Discovery::new(client.clone()).run_aggregated(),
+        )
+        .await;
+    let discovery = match found {
+        Ok(Ok(d)) => d,
         Err(e) => {
+            notes.push(Note {
+                subject: "API discovery".into(),
+                message: format!("{e}: built-in kinds cannot be resolved"),
+            });
+            return Vec::new();
+        }
+        Ok(Err(e)) => {
             notes.push(Note {
                 subject: "API discovery".into(),
                 message: format!(

@@ -56,6 +56,10 @@ pub struct CollectOptions {
     pub write_ceiling: Option<f64>,
     /// Draw a progress bar on stderr.
     pub progress: bool,
+    /// The longest wait for one request's answer (`--request-timeout`); `None` = only the window bounds it.
+    pub request_timeout: Option<Duration>,
+    /// The API server's URL, to say in a note which server did not answer.
+    pub server: Option<String>,
 }
 
 impl Default for CollectOptions {
@@ -71,7 +75,108 @@ impl Default for CollectOptions {
             apiserver_metrics: true,
             write_ceiling: None,
             progress: false,
+            request_timeout: Some(crate::connect::DEFAULT_REQUEST_TIMEOUT),
+            server: None,
         }
+    }
+}
+
+/// The shortest `--scrape-interval`: a scrape of a large endpoint takes longer than a shorter one, and the
+/// detectors read rates over the window, not single scrapes.
+pub const MIN_SCRAPE_INTERVAL: Duration = Duration::from_secs(1);
+
+/// After the window, how long the closing work (the last scrapes, the watches' ends) may take: the run ends
+/// within `--duration` and this, whatever the API server does.
+pub const CLOSING: Duration = Duration::from_secs(10);
+
+/// `now + d`, or a month on when that overflows (a library caller's duration; the flags are bounded).
+pub(crate) fn after(d: Duration) -> tokio::time::Instant {
+    let now = tokio::time::Instant::now();
+    now.checked_add(d)
+        .or_else(|| now.checked_add(crate::duration::MAX))
+        .unwrap_or(now)
+}
+
+/// A request that got no (whole) answer in time.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoAnswer {
+    #[error("{server} did not answer {what} within {}", crate::duration::format(*.within))]
+    Timeout {
+        server: String,
+        what: String,
+        within: Duration,
+    },
+    #[error("{what} was not sent: the window had ended (waiting for earlier requests)")]
+    WindowOver { what: String },
+}
+
+/// The time limits of one window: every request gets at most the request timeout and never runs past the
+/// window (setup) or the closing grace (the last scrapes).
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// The end of the window, counted from before discovery: setup shares it, watches end at it.
+    pub deadline: tokio::time::Instant,
+    /// The end of the closing grace after the window.
+    pub closing: tokio::time::Instant,
+    pub request_timeout: Option<Duration>,
+    /// `the API server at https://…`.
+    pub server: String,
+}
+
+impl Limits {
+    /// Limits for a window of `opts.duration` starting now.
+    pub fn new(opts: &CollectOptions) -> Self {
+        let deadline = after(opts.duration);
+        Self {
+            deadline,
+            closing: deadline.checked_add(CLOSING).unwrap_or(deadline),
+            request_timeout: opts.request_timeout,
+            server: opts.server.as_ref().map_or_else(
+                || "the API server".to_string(),
+                |u| format!("the API server at {u}"),
+            ),
+        }
+    }
+
+    /// How long a request started now may take: `cap`, the request timeout, and what is left until `until`.
+    pub fn budget(&self, cap: Option<Duration>, until: tokio::time::Instant) -> Duration {
+        let left = until.saturating_duration_since(tokio::time::Instant::now());
+        [cap, self.request_timeout]
+            .into_iter()
+            .flatten()
+            .fold(left, Duration::min)
+    }
+
+    /// Awaits `request` (`what`: `list customresourcedefinitions`) for at most its budget within the window.
+    pub async fn setup<T>(
+        &self,
+        what: &str,
+        request: impl Future<Output = T>,
+    ) -> Result<T, NoAnswer> {
+        self.within(what, None, self.deadline, request).await
+    }
+
+    /// Awaits `request` for at most `cap`, the request timeout and what is left until `until`.
+    pub async fn within<T>(
+        &self,
+        what: &str,
+        cap: Option<Duration>,
+        until: tokio::time::Instant,
+        request: impl Future<Output = T>,
+    ) -> Result<T, NoAnswer> {
+        let within = self.budget(cap, until);
+        if within.is_zero() {
+            return Err(NoAnswer::WindowOver {
+                what: what.to_string(),
+            });
+        }
+        tokio::time::timeout(within, request)
+            .await
+            .map_err(|_| NoAnswer::Timeout {
+                server: self.server.clone(),
+                what: what.to_string(),
+                within,
+            })
     }
 }
 
@@ -137,15 +242,10 @@ pub async fn collect(client: Option<Client>, opts: &CollectOptions, cfg: &Config
         };
         match read {
             Ok(summary) => {
-                if summary.malformed > 0 {
-                    notes.push(Note {
-                        subject: format!("audit log {}", path.display()),
-                        message: format!(
-                            "{} of {} lines were not audit events and were skipped",
-                            summary.malformed, summary.lines
-                        ),
-                    });
-                }
+                notes.extend(crate::live::audit::read_note(
+                    &summary,
+                    &format!("audit log {}", path.display()),
+                ));
                 snap.attach_audit(summary);
             }
             Err(e) => notes.push(Note {
@@ -167,13 +267,16 @@ async fn observe(
     notes: &mut Vec<Note>,
     requests: &mut BTreeMap<String, u64>,
 ) {
+    // The window counts from here: a server that does not answer discovery uses it up, instead of delaying it.
+    let limits = Limits::new(opts);
     // What to watch.
-    let (mut resources, discover_notes) = discover::custom_resources(client, requests).await;
+    let (mut resources, discover_notes) =
+        discover::custom_resources(client, requests, &limits).await;
     notes.extend(discover_notes);
     let namespaced_scope = opts.namespace.is_some();
     let mut unmatched = discover::select(&mut resources, &opts.resources, namespaced_scope);
     if !unmatched.is_empty() || opts.owned {
-        let mut builtins = discover::builtin_resources(client, requests, notes).await;
+        let mut builtins = discover::builtin_resources(client, requests, notes, &limits).await;
         unmatched = discover::select_named(&mut builtins, &unmatched);
         if opts.owned && discover::add_owned(&mut resources, &mut builtins, namespaced_scope) == 0 {
             notes.push(Note {
@@ -195,22 +298,23 @@ async fn observe(
     let owners = discover::owners(&resources);
 
     // Controller targets: resolve selectors and ports once, up front.
-    let (targets, target_notes) = scrape::resolve_targets(client, &opts.targets, requests).await;
+    let (targets, target_notes) =
+        scrape::resolve_targets(client, &opts.targets, requests, &limits).await;
     notes.extend(target_notes);
 
     let start = now_ms();
-    let deadline = tokio::time::Instant::now() + opts.duration;
+    let deadline = limits.deadline;
     let progress = Arc::new(Progress::default());
 
     let mut apiserver = MetricSource {
         name: "apiserver".into(),
         kind: SourceKind::Apiserver,
-        scrapes: Vec::new(),
+        ..MetricSource::default()
     };
     let mut apiserver_failed = !opts.apiserver_metrics;
     if opts.apiserver_metrics {
-        match scrape::apiserver(client, cfg).await {
-            Ok(s) => apiserver.scrapes.push(s),
+        match scrape::apiserver(client, cfg, &limits, deadline).await {
+            Ok(s) => apiserver.push(s),
             Err(e) => {
                 apiserver_failed = true;
                 notes.push(Note {
@@ -246,9 +350,11 @@ async fn observe(
         .map(|t| {
             let client = client.clone();
             let cfg = cfg.clone();
-            let interval = opts.scrape_interval;
+            // The flag refuses less; a library caller's shorter interval would only spin.
+            let interval = opts.scrape_interval.max(MIN_SCRAPE_INTERVAL);
+            let limits = limits.clone();
             tokio::spawn(
-                async move { scrape::scrape_target(client, t, &cfg, interval, deadline).await },
+                async move { scrape::scrape_target(client, t, &cfg, interval, &limits).await },
             )
         })
         .collect();
@@ -316,7 +422,21 @@ async fn observe(
         if stopped_early {
             handle.abort();
         }
-        match handle.await {
+        let abort = handle.abort_handle();
+        let Ok(joined) = tokio::time::timeout_at(limits.closing, handle).await else {
+            // Watches end at the deadline; one that has not is stuck in something the window cannot wait for.
+            abort.abort();
+            rt.watched = false;
+            notes.push(Note {
+                subject: format!("watch {}", rt.qualified()),
+                message: format!(
+                    "did not end within {} of the window's end: dropped",
+                    crate::duration::format(CLOSING)
+                ),
+            });
+            continue;
+        };
+        match joined {
             Ok(outcome) => {
                 rt.relists = outcome.tracker.relists;
                 rt.listed_after_ms = outcome.first_listed_ms.map(|t| (t - start).max(0));
@@ -338,6 +458,17 @@ async fn observe(
                     if outcome.listed == 0 {
                         rt.watched = false;
                     }
+                } else if outcome.listed == 0 && !stopped_early {
+                    // Neither an error nor a list: the request is still waiting. Nothing was seen of the type, so
+                    // it does not count as watched (a window with nothing else is no evidence, not "clean").
+                    rt.watched = false;
+                    notes.push(Note {
+                        subject: format!("watch {}", rt.qualified()),
+                        message: format!(
+                            "{} did not answer the list within the window: nothing was seen of this type",
+                            limits.server
+                        ),
+                    });
                 }
                 let records = outcome.tracker.into_records();
                 // Taken as is when it is the first type's: extending an empty Vec would copy every record.
@@ -362,7 +493,12 @@ async fn observe(
         if stopped_early {
             handle.abort();
         }
-        if let Ok(outcome) = handle.await {
+        let abort = handle.abort_handle();
+        let Ok(joined) = tokio::time::timeout_at(limits.closing, handle).await else {
+            abort.abort();
+            continue;
+        };
+        if let Ok(outcome) = joined {
             *requests
                 .entry("get controller /metrics".into())
                 .or_default() += outcome.attempts;
@@ -371,8 +507,8 @@ async fn observe(
         }
     }
     if !apiserver_failed {
-        match scrape::apiserver(client, cfg).await {
-            Ok(s) => apiserver.scrapes.push(s),
+        match scrape::apiserver(client, cfg, &limits, limits.closing).await {
+            Ok(s) => apiserver.push(s),
             Err(e) => notes.push(Note {
                 subject: "apiserver /metrics".into(),
                 message: format!("the closing scrape failed: {e}"),

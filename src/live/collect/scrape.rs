@@ -1,8 +1,8 @@
 //! Scrapes `/metrics`: the API server's (through the client), a controller's by URL (plain HTTP) or through
 //! the API server's pod proxy. Every fetch is bounded in time and size; a failure is a note, never an abort.
 
-use super::MetricsTarget;
 use super::discover::explain;
+use super::{Limits, MetricsTarget};
 use crate::config::Config;
 use crate::fetch::FetchError;
 use crate::live::metrics;
@@ -21,6 +21,9 @@ pub const APISERVER_TIMEOUT: Duration = Duration::from_secs(20);
 /// A controller's `/metrics` beyond this is itself a cardinality problem (and reported as such).
 pub const CONTROLLER_MAX_BYTES: u64 = 16 << 20;
 pub const CONTROLLER_TIMEOUT: Duration = Duration::from_secs(5);
+/// The most sample lines read of one controller scrape: CA402 fires far below it, and each series kept costs
+/// (a 20,000-series scrape kept was 17 MB).
+pub const CONTROLLER_MAX_SERIES: usize = 50_000;
 
 /// Why a scrape did not give samples: the GET failed (through the API server or directly, the same kinds of
 /// failure), or the body was not Prometheus text.
@@ -32,8 +35,20 @@ pub enum ScrapeError {
     Parse(#[from] metrics::ParseError),
 }
 
-/// One scrape of the API server's `/metrics`.
-pub async fn apiserver(client: &Client, cfg: &Config) -> Result<Scrape, ScrapeError> {
+/// One scrape of the API server's `/metrics`, given at most [`APISERVER_TIMEOUT`], the request timeout and what
+/// is left until `until`.
+pub async fn apiserver(
+    client: &Client,
+    cfg: &Config,
+    limits: &Limits,
+    until: tokio::time::Instant,
+) -> Result<Scrape, ScrapeError> {
+    let timeout = limits.budget(Some(APISERVER_TIMEOUT), until);
+    if timeout.is_zero() {
+        return Err(ScrapeError::Fetch(FetchError::Request(
+            "not scraped: the window had ended (waiting for earlier requests)".into(),
+        )));
+    }
     let request = kube::core::Request::new("")
         .get("metrics", &Default::default())
         .map_err(|e| FetchError::Request(e.to_string()))?;
@@ -41,7 +56,7 @@ pub async fn apiserver(client: &Client, cfg: &Config) -> Result<Scrape, ScrapeEr
         client,
         request,
         APISERVER_MAX_BYTES,
-        APISERVER_TIMEOUT,
+        timeout,
         "get on nonResourceURL /metrics",
         &metrics::apiserver_line_wanted,
     )
@@ -163,6 +178,7 @@ pub async fn resolve_targets(
     client: &Client,
     targets: &[MetricsTarget],
     requests: &mut BTreeMap<String, u64>,
+    limits: &Limits,
 ) -> (Vec<Resolved>, Vec<Note>) {
     let mut out = Vec::new();
     let mut notes = Vec::new();
@@ -179,9 +195,19 @@ pub async fn resolve_targets(
                     None => {
                         *requests.entry("get pods".into()).or_default() += 1;
                         let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
-                        match pods.get(name).await {
-                            Ok(p) => metrics_port(&p),
+                        let got = limits
+                            .setup(&format!("get pods/{name}"), pods.get(name))
+                            .await;
+                        match got {
+                            Ok(Ok(p)) => metrics_port(&p),
                             Err(e) => {
+                                notes.push(Note {
+                                    subject: format!("pod {namespace}/{name}"),
+                                    message: e.to_string(),
+                                });
+                                continue;
+                            }
+                            Ok(Err(e)) => {
                                 notes.push(Note {
                                     subject: format!("pod {namespace}/{name}"),
                                     message: format!(
@@ -207,7 +233,21 @@ pub async fn resolve_targets(
             } => {
                 *requests.entry("list pods".into()).or_default() += 1;
                 let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
-                match pods.list(&ListParams::default().labels(selector)).await {
+                let params = ListParams::default().labels(selector);
+                let listed = limits
+                    .setup(&format!("list pods -l {selector}"), pods.list(&params))
+                    .await;
+                let listed = match listed {
+                    Ok(l) => l,
+                    Err(e) => {
+                        notes.push(Note {
+                            subject: format!("-l {selector}"),
+                            message: e.to_string(),
+                        });
+                        continue;
+                    }
+                };
+                match listed {
                     Ok(list) if list.items.is_empty() => notes.push(Note {
                         subject: format!("-l {selector}"),
                         message: format!("no pods match in namespace {namespace}"),
@@ -243,13 +283,15 @@ pub struct TargetOutcome {
     pub notes: Vec<Note>,
 }
 
-async fn scrape_once(
+/// One scrape, and how many sample lines past [`CONTROLLER_MAX_SERIES`] it left out.
+pub async fn scrape_once(
     client: &Client,
     target: &Resolved,
     cfg: &Config,
-) -> Result<Scrape, ScrapeError> {
+    timeout: Duration,
+) -> Result<(Scrape, usize), ScrapeError> {
     let text = match target {
-        Resolved::Url(u) => http_get(u, CONTROLLER_MAX_BYTES, CONTROLLER_TIMEOUT).await?,
+        Resolved::Url(u) => http_get(u, CONTROLLER_MAX_BYTES, timeout).await?,
         Resolved::Pod {
             namespace,
             name,
@@ -263,40 +305,47 @@ async fn scrape_once(
                 client,
                 request,
                 CONTROLLER_MAX_BYTES,
-                CONTROLLER_TIMEOUT,
+                timeout,
                 "get on pods/proxy",
                 &|_| true,
             )
             .await?
         }
     };
-    Ok(metrics::parse(
-        &text,
-        super::now_ms(),
-        SourceKind::Controller,
-        &cfg.metrics,
-    )?)
+    let (text, left_out) = metrics::cap_series(&text, CONTROLLER_MAX_SERIES);
+    let scrape = metrics::parse(text, super::now_ms(), SourceKind::Controller, &cfg.metrics)?;
+    Ok((scrape, left_out))
 }
 
-/// Scrapes `target` now, every `interval`, and once more at `deadline`.
+/// Scrapes `target` now, every `interval`, and once more at the window's end; no scrape runs past the closing
+/// grace.
 pub async fn scrape_target(
     client: Client,
     target: Resolved,
     cfg: &Config,
     interval: Duration,
-    deadline: tokio::time::Instant,
+    limits: &Limits,
 ) -> TargetOutcome {
+    let deadline = limits.deadline;
     let mut source = MetricSource {
         name: target.name(),
         kind: SourceKind::Controller,
-        scrapes: Vec::new(),
+        ..MetricSource::default()
     };
+    let mut most_left_out = 0usize;
     let mut attempts = 0u64;
     let mut failures: BTreeMap<String, u32> = BTreeMap::new();
     loop {
+        let timeout = limits.budget(Some(CONTROLLER_TIMEOUT), limits.closing);
+        if timeout.is_zero() {
+            break;
+        }
         attempts += 1;
-        match scrape_once(&client, &target, cfg).await {
-            Ok(s) => source.scrapes.push(s),
+        match scrape_once(&client, &target, cfg, timeout).await {
+            Ok((s, left_out)) => {
+                most_left_out = most_left_out.max(left_out);
+                source.push(s);
+            }
             Err(e) => *failures.entry(e.to_string()).or_default() += 1,
         }
         let now = tokio::time::Instant::now();
@@ -305,16 +354,118 @@ pub async fn scrape_target(
         }
         tokio::time::sleep(interval.min(deadline - now)).await;
     }
-    let notes = failures
+    let subject = format!("controller /metrics at {}", target.name());
+    let mut notes: Vec<Note> = failures
         .into_iter()
         .map(|(why, n)| Note {
-            subject: format!("controller /metrics at {}", target.name()),
+            subject: subject.clone(),
             message: format!("{n} of {attempts} scrapes failed: {why}"),
         })
         .collect();
+    if most_left_out > 0 {
+        notes.push(Note {
+            subject,
+            message: format!(
+                "more than {CONTROLLER_MAX_SERIES} series ({most_left_out} more): only the first \
+                 {CONTROLLER_MAX_SERIES} were read"
+            ),
+        });
+    }
     TargetOutcome {
         source,
         attempts,
         notes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// A plain-HTTP `/metrics` endpoint of `series` reconcile counters (one per object), served by the test.
+    async fn endpoint(series: usize) -> String {
+        let mut body = String::from("# TYPE controller_runtime_reconcile_total counter\n");
+        for i in 0..series {
+            body.push_str(&format!(
+                "controller_runtime_reconcile_total{{controller=\"w\",name=\"obj-{i:05}\",result=\"success\"}} {i}\n"
+            ));
+        }
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/metrics", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            loop {
+                let Ok((mut conn, _)) = listener.accept().await else {
+                    return;
+                };
+                let body = body.clone();
+                tokio::spawn(async move {
+                    let mut request = Vec::new();
+                    let mut buf = [0u8; 1024];
+                    while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match conn.read(&mut buf).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => request.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                    let head = format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                        body.len()
+                    );
+                    let _ = conn.write_all(head.as_bytes()).await;
+                    let _ = conn.write_all(body.as_bytes()).await;
+                });
+            }
+        });
+        url
+    }
+
+    fn client() -> Client {
+        Client::try_from(kube::Config::new("http://127.0.0.1:1".parse().unwrap())).unwrap()
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn scrapes_of_a_large_endpoint_are_kept_in_bounded_form() {
+        let target = Resolved::Url(endpoint(20_000).await);
+        let (client, cfg) = (client(), Config::default());
+        let mut source = MetricSource::default();
+        let mut kept = Vec::new();
+        for _ in 0..5 {
+            let (s, left_out) = scrape_once(&client, &target, &cfg, Duration::from_secs(60))
+                .await
+                .unwrap();
+            assert_eq!((s.samples.len(), left_out), (20_000, 0));
+            source.push(s);
+            kept.push(
+                source
+                    .scrapes
+                    .iter()
+                    .map(|s| s.samples.len())
+                    .sum::<usize>(),
+            );
+        }
+        assert_eq!(source.scrape_count(), 5);
+        assert_eq!(source.scrapes.len(), 2);
+        assert_eq!(
+            kept,
+            [20_000, 40_000, 40_000, 40_000, 40_000],
+            "kept series"
+        );
+        assert!(source.peaks.is_empty(), "counters need no peaks");
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn an_endpoint_of_too_many_series_is_read_up_to_the_cap() {
+        let target = Resolved::Url(endpoint(CONTROLLER_MAX_SERIES + 1_000).await);
+        let (s, left_out) = scrape_once(
+            &client(),
+            &target,
+            &Config::default(),
+            Duration::from_secs(60),
+        )
+        .await
+        .unwrap();
+        assert_eq!((s.samples.len(), left_out), (CONTROLLER_MAX_SERIES, 1_000));
     }
 }
