@@ -55,7 +55,8 @@ for output in json full sarif; do
 	/usr/bin/time -f '%e %M' -o "$dir.time" "$bin" scan "$dir" -o "$output" >"$out" 2>/dev/null
 	code=$?
 	set -e
-	read -r wall rss <"$dir.time"
+	# GNU time puts "Command exited with non-zero status N" first when the exit code is not 0.
+	read -r wall rss < <(tail -n 1 "$dir.time")
 	if [ "$output" = json ]; then
 		summary=$(python3 - "$out" <<'PY'
 import json, sys
