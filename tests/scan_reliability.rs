@@ -355,8 +355,10 @@ fn a_file_over_its_time_budget_is_stopped_and_reported() {
         vec![("CA001".to_string(), "controller.rs".to_string())],
         "{v}"
     );
-    assert!(v["findings"][0]["message"]
-        .as_str()
-        .unwrap()
-        .contains("over budget"));
+    assert!(
+        v["findings"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("over budget")
+    );
 }

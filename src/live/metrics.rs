@@ -3,7 +3,7 @@
 
 use crate::config::MetricNames;
 use crate::live::snapshot::{
-    FamilyCardinality, LabelCardinality, MAX_LABEL_VALUES, MetricSample, Scrape, SourceKind,
+    FamilyCardinality, LabelCardinality, Labels, MAX_LABEL_VALUES, MetricSample, Scrape, SourceKind,
 };
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -89,6 +89,9 @@ pub fn cap_series(text: &str, max: usize) -> (&str, usize) {
     (text, 0)
 }
 
+/// Per label name, the distinct values a family's series give it (shared with the samples).
+type ValuesByLabel = BTreeMap<String, BTreeSet<std::sync::Arc<str>>>;
+
 /// Parses one scrape taken at `t_ms`.
 pub fn parse(
     text: &str,
@@ -126,7 +129,7 @@ pub fn parse(
             lines: sample_lines,
         });
     }
-    let histogram_bases: BTreeSet<&str> = parsed
+    let histogram_bases: BTreeSet<String> = parsed
         .samples
         .iter()
         .filter(|s| {
@@ -135,18 +138,8 @@ pub fn parse(
                 prometheus_parse::Value::Histogram(_) | prometheus_parse::Value::Summary(_)
             )
         })
-        .map(|s| s.metric.as_str())
+        .map(|s| s.metric.clone())
         .collect();
-    let family_of = |name: &str| -> String {
-        for suffix in ["_sum", "_count", "_bucket"] {
-            if let Some(base) = name.strip_suffix(suffix)
-                && histogram_bases.contains(base)
-            {
-                return base.to_string();
-            }
-        }
-        name.to_string()
-    };
 
     let wanted: BTreeSet<String> = match kind {
         SourceKind::Apiserver => APISERVER_FAMILIES.iter().map(|s| s.to_string()).collect(),
@@ -165,30 +158,44 @@ pub fn parse(
         .collect(),
     };
 
-    let mut samples: BTreeMap<(String, BTreeMap<String, String>), f64> = BTreeMap::new();
-    let mut families: BTreeMap<String, (u64, BTreeMap<String, BTreeSet<String>>)> = BTreeMap::new();
-    for s in &parsed.samples {
+    // Label names and values are shared: a family with a label per object repeats every other label (and the
+    // family's name) in each of its tens of thousands of samples.
+    let mut interned: std::collections::HashSet<std::sync::Arc<str>> = Default::default();
+    let mut samples: BTreeMap<(String, Labels), f64> = BTreeMap::new();
+    let mut families: BTreeMap<String, (u64, ValuesByLabel)> = BTreeMap::new();
+    let family_of = |name: &str| -> String {
+        for suffix in ["_sum", "_count", "_bucket"] {
+            if let Some(base) = name.strip_suffix(suffix)
+                && histogram_bases.contains(base)
+            {
+                return base.to_string();
+            }
+        }
+        name.to_string()
+    };
+    // Consumed one by one, so that what the parser built is freed while the samples kept are built.
+    for s in parsed.samples {
         let value = match &s.value {
             prometheus_parse::Value::Counter(v)
             | prometheus_parse::Value::Gauge(v)
             | prometheus_parse::Value::Untyped(v) => Some(*v),
             _ => None,
         };
-        let labels: BTreeMap<String, String> = s
-            .labels
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
+        let labels = Labels::interned(
+            s.labels.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+            &mut interned,
+        );
         if kind == SourceKind::Controller {
-            let fam = families.entry(family_of(&s.metric)).or_default();
+            let family = family_of(&s.metric);
             // _sum and _count of a histogram are the same series as its buckets.
-            if !(s.metric.ends_with("_sum") || s.metric.ends_with("_count"))
-                || !histogram_bases.contains(family_of(&s.metric).as_str())
-            {
+            let counted = !(s.metric.ends_with("_sum") || s.metric.ends_with("_count"))
+                || !histogram_bases.contains(family.as_str());
+            let fam = families.entry(family).or_default();
+            if counted {
                 fam.0 += 1;
             }
-            for (k, v) in &labels {
-                let set = fam.1.entry(k.clone()).or_default();
+            for (k, v) in labels.shared() {
+                let set = fam.1.entry(k.to_string()).or_default();
                 if set.len() < 100_000 {
                     set.insert(v.clone());
                 }
@@ -202,9 +209,9 @@ pub fn parse(
         }
         let mut labels = labels;
         if kind == SourceKind::Apiserver {
-            labels.retain(|k, _| !APISERVER_DROPPED_LABELS.contains(&k.as_str()));
+            labels.retain(|k| !APISERVER_DROPPED_LABELS.contains(&k));
         }
-        *samples.entry((s.metric.clone(), labels)).or_insert(0.0) += value;
+        *samples.entry((s.metric, labels)).or_insert(0.0) += value;
     }
     Ok(Scrape {
         t_ms,
@@ -226,7 +233,11 @@ pub fn parse(
                     .map(|(name, values)| LabelCardinality {
                         name,
                         distinct: values.len() as u64,
-                        values: values.into_iter().take(MAX_LABEL_VALUES).collect(),
+                        values: values
+                            .into_iter()
+                            .take(MAX_LABEL_VALUES)
+                            .map(|v| v.to_string())
+                            .collect(),
                     })
                     .collect(),
             })

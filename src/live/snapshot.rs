@@ -333,13 +333,122 @@ pub struct Scrape {
 #[serde(default)]
 pub struct MetricSample {
     pub name: String,
-    pub labels: BTreeMap<String, String>,
+    pub labels: Labels,
     pub value: f64,
 }
 
 impl MetricSample {
     pub fn label(&self, name: &str) -> &str {
-        self.labels.get(name).map_or("", String::as_str)
+        self.labels.get(name).unwrap_or("")
+    }
+}
+
+/// A sample's labels, sorted by name: a map in recordings, and in memory a short sorted list of shared strings
+/// (the names, and values such as a controller's name, repeat in every sample of a scrape: a controller with a
+/// label per object has tens of thousands of samples, and a map of owned strings each cost 900 bytes a sample).
+/// Ordered as a `BTreeMap` of the same pairs would be.
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Labels(Vec<(Arc<str>, Arc<str>)>);
+
+impl Labels {
+    /// The value of label `name`.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .binary_search_by(|(k, _)| (**k).cmp(name))
+            .ok()
+            .map(|i| &*self.0[i].1)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.0.iter().map(|(k, v)| (&**k, &**v))
+    }
+
+    /// The pairs as the shared strings they are (cloning one is a reference count).
+    pub fn shared(&self) -> impl Iterator<Item = &(Arc<str>, Arc<str>)> {
+        self.0.iter()
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Takes each string from `pool` where an equal one is there, so that equal strings are stored once.
+    pub fn share_with(&mut self, pool: &std::collections::HashSet<Arc<str>>) {
+        for (k, v) in &mut self.0 {
+            for s in [k, v] {
+                if let Some(a) = pool.get(&**s) {
+                    *s = a.clone();
+                }
+            }
+        }
+    }
+
+    /// Keeps the labels `keep` says yes to.
+    pub fn retain(&mut self, mut keep: impl FnMut(&str) -> bool) {
+        self.0.retain(|(k, _)| keep(k));
+    }
+
+    /// From pairs in any order (a later duplicate name wins, as in a map), with each string taken from
+    /// `interned` when an equal one is there, and added to it when not.
+    pub fn interned<'a>(
+        pairs: impl IntoIterator<Item = (&'a str, &'a str)>,
+        interned: &mut std::collections::HashSet<Arc<str>>,
+    ) -> Self {
+        let mut share = |s: &str| -> Arc<str> {
+            if let Some(a) = interned.get(s) {
+                return a.clone();
+            }
+            let a: Arc<str> = Arc::from(s);
+            interned.insert(a.clone());
+            a
+        };
+        let mut v: Vec<(Arc<str>, Arc<str>)> = pairs
+            .into_iter()
+            .map(|(k, v)| (share(k), share(v)))
+            .collect();
+        Self::sorted(&mut v);
+        Self(v)
+    }
+
+    fn sorted(v: &mut Vec<(Arc<str>, Arc<str>)>) {
+        // Stable, then the last of equal names kept: what inserting into a map one by one gives.
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut out: Vec<(Arc<str>, Arc<str>)> = Vec::with_capacity(v.len());
+        for p in v.drain(..) {
+            match out.last_mut() {
+                Some(last) if last.0 == p.0 => *last = p,
+                _ => out.push(p),
+            }
+        }
+        *v = out;
+    }
+}
+
+impl<K: AsRef<str>, V: AsRef<str>> FromIterator<(K, V)> for Labels {
+    fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
+        let mut v: Vec<(Arc<str>, Arc<str>)> = iter
+            .into_iter()
+            .map(|(k, v)| (Arc::from(k.as_ref()), Arc::from(v.as_ref())))
+            .collect();
+        Self::sorted(&mut v);
+        Self(v)
+    }
+}
+
+impl Serialize for Labels {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.iter())
+    }
+}
+
+impl<'de> Deserialize<'de> for Labels {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let map = BTreeMap::<String, String>::deserialize(d)?;
+        Ok(map.into_iter().collect())
     }
 }
 
@@ -487,8 +596,21 @@ impl MetricSource {
     /// Adds a scrape, keeping what the detectors read and no more: the first scrape, the last, and the gauges'
     /// per-series peaks of the ones between. Memory stays that of three scrapes however long the window and
     /// however short the interval (every scrape kept once cost 17 MB each at 20,000 series).
-    pub fn push(&mut self, scrape: Scrape) {
+    pub fn push(&mut self, mut scrape: Scrape) {
         self.scraped += 1;
+        // The series of one source are mostly the same from scrape to scrape: the label strings of the new one
+        // are taken from the first, which stays, so that they are stored once.
+        if let Some(first) = self.scrapes.first() {
+            let pool: std::collections::HashSet<Arc<str>> = first
+                .samples
+                .iter()
+                .flat_map(|s| s.labels.shared())
+                .flat_map(|(k, v)| [k.clone(), v.clone()])
+                .collect();
+            for s in &mut scrape.samples {
+                s.labels.share_with(&pool);
+            }
+        }
         if self.scrapes.len() < 2 {
             self.scrapes.push(scrape);
             return;
@@ -515,7 +637,7 @@ impl MetricSource {
         let (Some(first), Some(last)) = (self.scrapes.first(), self.scrapes.last()) else {
             return 0.0;
         };
-        let before: BTreeMap<&BTreeMap<String, String>, f64> = first
+        let before: BTreeMap<&Labels, f64> = first
             .samples
             .iter()
             .filter(|s| s.name == name && filter(s))
@@ -569,7 +691,7 @@ impl MetricSource {
                 s.samples
                     .iter()
                     .filter(|x| x.name == name)
-                    .filter_map(|x| x.labels.get(label).cloned())
+                    .filter_map(|x| x.labels.get(label).map(str::to_string))
                     .collect()
             })
             .unwrap_or_default();
