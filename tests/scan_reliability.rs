@@ -362,3 +362,23 @@ fn a_file_over_its_time_budget_is_stopped_and_reported() {
             .contains("over budget")
     );
 }
+
+#[test]
+fn an_item_syn_rejects_is_set_aside_and_the_rest_of_its_file_is_judged() {
+    let text = format!("{CONTROLLER}\nfn half_written() {{ let = ; }}\n");
+    let config = ctrlaudit::config::Config::default();
+    let found = ctrlaudit::scan::scan_source("src/controller.rs", &text, &config);
+    let codes: Vec<&str> = found.iter().map(|f| f.code.as_str()).collect();
+    assert!(codes.contains(&"CA202"), "{codes:?}");
+    let ca001 = found.iter().find(|f| f.code == "CA001").expect("a CA001");
+    assert!(
+        ca001.message.contains("syn cannot parse this item") && ca001.message.contains("line"),
+        "{}",
+        ca001.message
+    );
+    // The whole file is one finding when nothing of it parses, and a merge conflict is named as such.
+    let conflict = format!("{CONTROLLER}\n<<<<<<< HEAD\nfn a() {{}}\n=======\n");
+    let found = ctrlaudit::scan::scan_source("src/controller.rs", &conflict, &config);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].message.contains("merge conflict"));
+}

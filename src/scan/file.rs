@@ -106,18 +106,6 @@ pub(super) fn analyze_text(
     let mut ca001s = Vec::new();
     // Items syn rejected: reported only when the rest of the file could be analysed.
     let mut rejected = Vec::new();
-    if let Some(i) = merge_conflict(text) {
-        return Analyzed {
-            model: None,
-            ca001: vec![ca001(
-                name,
-                i + 1,
-                1,
-                "unresolved merge conflict marker `<<<<<<<`: the file cannot be parsed".into(),
-            )],
-            suppressions,
-        };
-    }
     let measured = depth::measure(text);
     let mut set_aside: Vec<std::ops::Range<usize>> = Vec::new();
     for t in &measured.too_deep {
@@ -164,6 +152,18 @@ pub(super) fn analyze_text(
                 }
             }
             Err(e) => {
+                // A merge conflict spoils the whole file, whichever item syn tripped on first.
+                if let Some(i) = merge_conflict(text) {
+                    rejected.clear();
+                    ca001s.push(ca001(
+                        name,
+                        i + 1,
+                        1,
+                        "unresolved merge conflict marker `<<<<<<<`: the file cannot be parsed"
+                            .into(),
+                    ));
+                    break None;
+                }
                 let s = e.span().start();
                 let at = depth::offset_of(text, s.line.max(1), s.column);
                 // syn rejects one item: set it aside and parse the rest, up to a few items.

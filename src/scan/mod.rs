@@ -384,9 +384,8 @@ fn judge_sources(files: &[(&str, &str)], config: &Config) -> Vec<Finding> {
     // As in `scan`: no allow comment applies to CA001.
     let mut unparsed = Vec::new();
     let mut parsed = Vec::new();
-    let deadline = file::deadline(config);
     for (name, text) in files {
-        let a = analyze_text(name, text, &config.aliases, deadline);
+        let a = analyze_text(name, text, &config.aliases, file::deadline(config));
         unparsed.extend(a.ca001);
         if let Some(m) = a.model {
             parsed.push((*name, a.suppressions, m));
