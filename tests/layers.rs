@@ -26,6 +26,8 @@ const LAYERS: &[(&str, u8)] = &[
     ("config", 4),
     ("exit", 4),
     ("duration", 4),
+    // Opening what a user's tree holds without blocking on a FIFO or reading past a cap: scan and report read it.
+    ("regular_file", 4),
 ];
 const LENSES: [&str; 3] = ["scan", "live", "bench"];
 
