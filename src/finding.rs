@@ -176,6 +176,18 @@ pub struct Finding {
     pub objects: Vec<ObjectRef>,
 }
 
+/// A finding that an inline allow comment (`// ctrlaudit: allow(CODE) reason: …`) suppressed. Only SARIF shows
+/// these (as `suppressions[]`, the way semgrep and CodeQL keep theirs auditable); the other formats and the exit
+/// code see only what was reported.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Suppressed {
+    pub finding: Finding,
+    /// What the comment says after `reason:`.
+    pub reason: String,
+    /// Where the allow comment is.
+    pub comment: Span,
+}
+
 /// One Kubernetes object: what a live finding is seen on.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct ObjectRef {

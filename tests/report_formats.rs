@@ -2,7 +2,7 @@
 //! deterministic output, escaping, JUnit well-formedness, and SARIF validity against the official 2.1.0 schema.
 
 use ctrlaudit::finding::{Evidence, Finding, Lens, Severity, Span, Subject, sort_findings};
-use ctrlaudit::report::{Format, Note, Report, render};
+use ctrlaudit::report::{FailOn, Format, Note, Report, render};
 use ctrlaudit::rules::{REPOSITORY_URL, RULES};
 use serde_json::Value;
 
@@ -106,15 +106,23 @@ fn stats() -> Vec<(String, String)> {
     ]
 }
 
+/// Renders under `--fail-on info`, where every finding fails JUnit (the tests of the threshold use
+/// [`render_failing_on`]).
 fn render_all(format: Format, command: &str, findings: &[Finding], notes: &[Note]) -> String {
+    render_failing_on(format, command, findings, notes, FailOn::Info)
+}
+
+fn render_failing_on(
+    format: Format,
+    command: &str,
+    findings: &[Finding],
+    notes: &[Note],
+    fail_on: FailOn,
+) -> String {
     let stats = stats();
     let report = Report {
-        command,
-        findings,
-        notes,
-        stats: &stats,
-        color: false,
-        sources: &ctrlaudit::report::NO_SOURCES,
+        fail_on,
+        ..Report::new(command, findings, notes, &stats)
     };
     let first = render(format, &report).expect("renders");
     let second = render(format, &report).expect("renders");
@@ -172,12 +180,8 @@ fn table_without_findings() {
 fn table_colors_by_severity_when_asked() {
     let fs = findings();
     let report = Report {
-        command: "scan",
-        findings: &fs,
-        notes: &[],
-        stats: &[],
         color: true,
-        sources: &ctrlaudit::report::NO_SOURCES,
+        ..Report::new("scan", &fs, &[], &[])
     };
     let out = render(Format::Table, &report).expect("renders");
     assert!(out.contains('\x1b'), "{out}");
@@ -507,6 +511,102 @@ fn junit_all_pass() {
     let suite = parse_junit(&out);
     assert_eq!(suite.failures, 0);
     assert!(suite.test_cases.iter().all(|c| failure(c).is_none()));
+}
+
+/// The skip's message and text, or `None` for a case that is not skipped.
+fn skipped(c: &quick_junit::TestCase) -> Option<(String, String)> {
+    match &c.status {
+        quick_junit::TestCaseStatus::Skipped {
+            message,
+            description,
+            ..
+        } => {
+            let s = |x: &Option<quick_junit::XmlString>| {
+                x.as_ref()
+                    .map(|x| x.as_str().to_string())
+                    .unwrap_or_default()
+            };
+            Some((s(message), s(description)))
+        }
+        _ => None,
+    }
+}
+
+#[test]
+fn junit_failures_are_the_findings_at_or_above_fail_on() {
+    // One finding per rule (an error, a warning, an info): each threshold fails exactly the findings the exit
+    // code counts, and the others are skipped cases, not failures.
+    let fs = findings();
+    for (fail_on, failing, skipping) in [
+        (FailOn::Info, 3, 0),
+        (FailOn::Warning, 2, 1),
+        (FailOn::Error, 1, 2),
+        (FailOn::Never, 0, 3),
+    ] {
+        let out = render_failing_on(Format::Junit, "scan", &fs, &[], fail_on);
+        let suite = parse_junit(&out);
+        let tripping = fs.iter().filter(|f| fail_on.trips(f.severity)).count();
+        assert_eq!(tripping, failing, "{fail_on:?}");
+        assert_eq!(
+            (suite.failures, suite.errors, suite.skipped),
+            (failing, 0, skipping),
+            "--fail-on {fail_on:?}:\n{out}"
+        );
+        let props: Vec<(&str, &str)> = suite
+            .properties
+            .iter()
+            .map(|p| (p.name.as_str(), p.value.as_str()))
+            .collect();
+        assert!(props.contains(&("fail-on", fail_on.as_str())), "{props:?}");
+    }
+}
+
+#[test]
+fn junit_info_below_fail_on_warning_is_a_skip_that_lists_it() {
+    let out = render_failing_on(Format::Junit, "scan", &findings(), &[], FailOn::Warning);
+    let suite = parse_junit(&out);
+    let ca403 = case(&suite, "CA403 write-rate-near-apiserver-ceiling");
+    let (message, text) = skipped(ca403).expect("the info finding's rule is skipped, not failed");
+    assert_eq!(message, "1 finding below --fail-on warning");
+    assert!(
+        text.contains("info: 21.5 writes/s, 90% of the measured ceiling"),
+        "{text}"
+    );
+    assert!(text.contains("manager=widget-controller"), "{text}");
+    // The warning still fails; a rule without findings still passes.
+    assert!(failure(case(&suite, "CA102 convergence-lag")).is_some());
+    assert_eq!(failure(case(&suite, "CA001 unparsable-source")), None);
+    assert!(skipped(case(&suite, "CA001 unparsable-source")).is_none());
+}
+
+#[test]
+fn junit_a_failing_rule_lists_its_findings_below_fail_on_in_system_out() {
+    let mut info = source_finding();
+    info.severity = Severity::Info;
+    info.message = "an info of the same rule".into();
+    let out = render_failing_on(
+        Format::Junit,
+        "scan",
+        &[source_finding(), info],
+        &[],
+        FailOn::Warning,
+    );
+    let suite = parse_junit(&out);
+    assert_eq!((suite.failures, suite.skipped), (1, 0), "{out}");
+    let c = case(&suite, "CA202 volatile-value-written-every-reconcile");
+    let (message, ty, text) = failure(c).expect("failure");
+    assert_eq!(message, TRICKY, "the failure counts only the error");
+    assert_eq!(ty, "error");
+    assert!(!text.contains("an info of the same rule"), "{text}");
+    let system_out = c.system_out.as_ref().map(|s| s.as_str()).unwrap_or("");
+    assert!(
+        system_out.starts_with("1 finding below --fail-on warning:"),
+        "{system_out}"
+    );
+    assert!(
+        system_out.contains("info: an info of the same rule"),
+        "{system_out}"
+    );
 }
 
 #[test]

@@ -12,7 +12,7 @@ pub mod junit;
 pub mod sarif;
 pub mod table;
 
-use crate::finding::{Evidence, Finding, Lens, Severity};
+use crate::finding::{Evidence, Finding, Lens, Severity, Suppressed};
 use anyhow::Context;
 use std::fmt;
 use std::str::FromStr;
@@ -33,7 +33,7 @@ pub enum Format {
     Json,
     /// SARIF 2.1.0 for GitHub code scanning and other SARIF viewers.
     Sarif,
-    /// JUnit XML: one test case per rule, failing where the rule found something.
+    /// JUnit XML: one test case per rule, failing where the rule found something at or above `--fail-on`.
     Junit,
     /// GitHub Actions workflow commands (`::error file=…`), shown as annotations.
     Github,
@@ -127,6 +127,31 @@ pub struct Report<'a> {
     pub color: bool,
     /// Source text for `full`; [`NO_SOURCES`] where none was read.
     pub sources: &'a Sources,
+    /// Findings an inline allow comment suppressed: only SARIF shows them (`suppressions[]`).
+    pub suppressed: &'a [Suppressed],
+    /// The exit code's threshold: JUnit fails only the findings at or above it, so CI agrees with the exit code.
+    pub fail_on: FailOn,
+}
+
+impl<'a> Report<'a> {
+    /// A report without colour, source text or suppressed findings, failing at the default `--fail-on warning`.
+    pub fn new(
+        command: &'a str,
+        findings: &'a [Finding],
+        notes: &'a [Note],
+        stats: &'a [(String, String)],
+    ) -> Self {
+        Report {
+            command,
+            findings,
+            notes,
+            stats,
+            color: false,
+            sources: &NO_SOURCES,
+            suppressed: &[],
+            fail_on: FailOn::Warning,
+        }
+    }
 }
 
 /// `--output-file FORMAT=PATH` values, each checked: a known format and a non-empty path.
