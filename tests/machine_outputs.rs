@@ -64,3 +64,67 @@ fn an_info_only_scan_exits_0_and_its_junit_fails_nothing() {
     assert_eq!(o.status.code(), Some(0));
     assert_eq!(junit_counts(&stdout(&o)).1, 0, "{}", stdout(&o));
 }
+
+fn json(o: &Output) -> serde_json::Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("not JSON ({e}):\n{}", stdout(o)))
+}
+
+/// A SARIF log checked against the official 2.1.0 schema (the copy the other SARIF tests use).
+fn valid_sarif(o: &Output) -> serde_json::Value {
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/fixtures/sarif/sarif-schema-2.1.0.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::options()
+        .should_validate_formats(true)
+        .build(&schema)
+        .unwrap();
+    let v = json(o);
+    let errors: Vec<String> = validator
+        .iter_errors(&v)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{}\n{}", errors.join("\n"), stdout(o));
+    v
+}
+
+const ALLOWED: &str = "fixtures/scan/CA002-unused-suppression/good_allow_same_line.rs";
+
+#[test]
+fn sarif_lists_what_an_inline_allow_suppressed_and_nothing_else_does() {
+    // The fixture's one finding (CA203) is allowed on its line with a reason: exit 0, no finding in JSON.
+    let o = run(&["scan", ALLOWED, "-o", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert_eq!(json(&o)["findings"], serde_json::json!([]));
+
+    let o = run(&["scan", ALLOWED, "-o", "sarif"]);
+    assert_eq!(o.status.code(), Some(0));
+    let v = valid_sarif(&o);
+    let results = v["runs"][0]["results"].as_array().unwrap();
+    assert_eq!(results.len(), 1, "{}", stdout(&o));
+    assert_eq!(results[0]["ruleId"], "CA203");
+    assert_eq!(
+        results[0]["locations"][0]["physicalLocation"]["region"]["startLine"],
+        45
+    );
+    let s = &results[0]["suppressions"][0];
+    assert_eq!(s["kind"], "inSource");
+    assert_eq!(s["justification"], "vendor quota API cannot be watched");
+    assert_eq!(s["location"]["physicalLocation"]["region"]["startLine"], 45);
+
+    // A rule turned off is off: it is not listed as suppressed either.
+    let o = run(&["scan", ALLOWED, "-o", "sarif", "--allow", "CA203"]);
+    assert_eq!(valid_sarif(&o)["runs"][0]["results"], serde_json::json!([]));
+    // A level from the command line applies to the suppressed finding as to a reported one.
+    let o = run(&["scan", ALLOWED, "-o", "sarif", "-D", "CA203"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "a suppressed error does not fail the scan"
+    );
+    assert_eq!(valid_sarif(&o)["runs"][0]["results"][0]["level"], "error");
+}

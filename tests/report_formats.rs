@@ -1,7 +1,9 @@
 //! Every output format over one fixed set of findings (a source span, an object, a controller; each severity):
 //! deterministic output, escaping, JUnit well-formedness, and SARIF validity against the official 2.1.0 schema.
 
-use ctrlaudit::finding::{Evidence, Finding, Lens, Severity, Span, Subject, sort_findings};
+use ctrlaudit::finding::{
+    Evidence, Finding, Lens, Severity, Span, Subject, Suppressed, sort_findings,
+};
 use ctrlaudit::report::{FailOn, Format, Note, Report, render};
 use ctrlaudit::rules::{REPOSITORY_URL, RULES};
 use serde_json::Value;
@@ -385,6 +387,89 @@ fn sarif_results() {
         ctl["partialFingerprints"]["ctrlaudit/v1"],
         fs[2].fingerprint()
     );
+}
+
+fn suppressed() -> Vec<Suppressed> {
+    let mut f = source_finding();
+    f.code = "CA203".into();
+    f.severity = Severity::Warning;
+    f.message = "reconcile requeues after 15s on success".into();
+    if let Subject::Source(s) = &mut f.subject {
+        s.line = 45;
+    }
+    vec![Suppressed {
+        finding: f,
+        reason: "vendor quota API cannot be watched".into(),
+        comment: Span {
+            file: "./src/controller/reconcile.rs".into(),
+            line: 45,
+            column: 50,
+            end_line: 45,
+            end_column: 120,
+        },
+    }]
+}
+
+fn render_with_suppressed(format: Format, fs: &[Finding], sup: &[Suppressed]) -> String {
+    let report = Report {
+        suppressed: sup,
+        ..Report::new("scan", fs, &[], &[])
+    };
+    render(format, &report).expect("renders")
+}
+
+#[test]
+fn sarif_keeps_suppressed_findings_with_the_reason() {
+    let fs = findings();
+    let sup = suppressed();
+    let v = assert_valid_sarif(&render_with_suppressed(Format::Sarif, &fs, &sup));
+    let results = v["runs"][0]["results"].as_array().expect("results");
+    assert_eq!(results.len(), fs.len() + 1, "reported and suppressed");
+    for r in &results[..fs.len()] {
+        assert!(r.get("suppressions").is_none(), "{r}");
+    }
+    let s = &results[fs.len()];
+    assert_eq!(s["ruleId"], "CA203");
+    assert_eq!(s["level"], "warning");
+    assert_eq!(
+        s["message"]["text"],
+        "reconcile requeues after 15s on success"
+    );
+    assert_eq!(
+        s["partialFingerprints"]["ctrlaudit/v1"],
+        sup[0].finding.fingerprint()
+    );
+    let suppressions = s["suppressions"].as_array().expect("suppressions");
+    assert_eq!(suppressions.len(), 1);
+    assert_eq!(suppressions[0]["kind"], "inSource");
+    assert_eq!(
+        suppressions[0]["justification"],
+        "vendor quota API cannot be watched"
+    );
+    let at = &suppressions[0]["location"]["physicalLocation"];
+    assert_eq!(at["artifactLocation"]["uri"], "src/controller/reconcile.rs");
+    assert_eq!(at["region"]["startLine"], 45);
+    assert_eq!(at["region"]["startColumn"], 50);
+
+    // The schema checks the suppression too: a kind SARIF does not know is rejected.
+    let mut bad = v.clone();
+    bad["runs"][0]["results"][fs.len()]["suppressions"][0]["kind"] = Value::String("inline".into());
+    assert!(sarif_validator().iter_errors(&bad).count() >= 1);
+}
+
+#[test]
+fn only_sarif_shows_suppressed_findings() {
+    let fs = findings();
+    let sup = suppressed();
+    for format in Format::ALL {
+        if format == Format::Sarif {
+            continue;
+        }
+        let with = render_with_suppressed(format, &fs, &sup);
+        let without = render_with_suppressed(format, &fs, &[]);
+        assert_eq!(with, without, "{format} ignores suppressed findings");
+        assert!(!with.contains("requeues after 15s"), "{format}: {with}");
+    }
 }
 
 // ---------------------------------------------------------------- junit
