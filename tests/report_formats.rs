@@ -212,10 +212,14 @@ fn json_document() {
         v["summary"],
         serde_json::json!({"error": 1, "warning": 1, "info": 1})
     );
-    assert_eq!(v["stats"]["files scanned"], "42");
+    // Stats are numbers under snake_case keys (the text formats keep "files scanned: 42", "duration: 0.12s").
+    assert_eq!(
+        v["stats"],
+        serde_json::json!({"files_scanned": 42, "files_parsed": 7, "seconds": 0.12})
+    );
     // Stats keep the caller's order.
-    let scanned = out.find("\"files scanned\"").expect("stat");
-    let duration = out.find("\"duration\"").expect("stat");
+    let scanned = out.find("\"files_scanned\"").expect("stat");
+    let duration = out.find("\"seconds\"").expect("stat");
     assert!(scanned < duration);
     // Findings round-trip.
     let back: Vec<Finding> = serde_json::from_value(v["findings"].clone()).expect("findings parse");

@@ -10,6 +10,8 @@ pub mod html;
 pub mod json;
 pub mod junit;
 pub mod sarif;
+pub mod schema;
+pub mod stats;
 pub mod table;
 
 use crate::finding::{Evidence, Finding, Lens, Severity, Suppressed};
@@ -93,7 +95,7 @@ impl FromStr for Format {
 }
 
 /// Something that could not be looked at (a skipped file, an unobservable evidence source): always shown.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Note {
     pub subject: String,
     pub message: String,
@@ -186,7 +188,7 @@ pub fn render(format: Format, report: &Report<'_>) -> anyhow::Result<String> {
 }
 
 /// Number of findings per severity.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct Counts {
     pub error: usize,
     pub warning: usize,

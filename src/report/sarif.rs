@@ -49,12 +49,10 @@ pub fn render(report: &Report<'_>) -> anyhow::Result<String> {
         Value::String(report.command.to_string()),
     );
     if !report.stats.is_empty() {
-        let stats: serde_json::Map<String, Value> = report
-            .stats
-            .iter()
-            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
-            .collect();
-        properties.insert("stats".to_string(), Value::Object(stats));
+        // The keys and numbers of `-o json`, not the table's text.
+        let stats = serde_json::to_value(super::stats::Typed::of(report.stats))
+            .context("serializing the stats")?;
+        properties.insert("stats".to_string(), stats);
     }
     let driver = ToolComponent::builder()
         .name(TOOL_NAME)
