@@ -128,3 +128,65 @@ fn sarif_lists_what_an_inline_allow_suppressed_and_nothing_else_does() {
     );
     assert_eq!(valid_sarif(&o)["runs"][0]["results"][0]["level"], "error");
 }
+
+#[test]
+fn gitlab_code_quality_of_a_scan_keeps_the_baseline_fingerprints() {
+    let dir = tempfile::tempdir().unwrap();
+    let baseline = dir.path().join("baseline.json");
+    let o = run(&[
+        "scan",
+        POLLING,
+        "--write-baseline",
+        baseline.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    let base: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&baseline).unwrap()).unwrap();
+    let mut in_baseline: Vec<&str> = base["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["fingerprint"].as_str().unwrap())
+        .collect();
+
+    let o = run(&["scan", POLLING, "-o", "gitlab"]);
+    assert_eq!(o.status.code(), Some(1), "exit code as for any format");
+    let issues = json(&o);
+    let issues = issues.as_array().unwrap();
+    assert_eq!(issues.len(), in_baseline.len(), "{}", stdout(&o));
+    let mut fingerprints: Vec<&str> = issues
+        .iter()
+        .map(|i| i["fingerprint"].as_str().unwrap())
+        .collect();
+    let unique: std::collections::BTreeSet<&str> = fingerprints.iter().copied().collect();
+    assert_eq!(
+        unique.len(),
+        fingerprints.len(),
+        "one issue per fingerprint"
+    );
+    for i in issues {
+        assert!(
+            i["location"]["path"]
+                .as_str()
+                .unwrap()
+                .starts_with("fixtures/scan/CA203-polling-requeue/"),
+            "{i}"
+        );
+        assert!(i["location"]["lines"]["begin"].as_u64().unwrap() >= 1);
+        assert!(
+            ["major", "info", "critical"].contains(&i["severity"].as_str().unwrap()),
+            "{i}"
+        );
+        assert_eq!(
+            i["description"].as_str().unwrap().split(':').next(),
+            i["check_name"].as_str()
+        );
+    }
+    // Where the baseline's fingerprints are distinct, they are the issues' fingerprints.
+    in_baseline.sort_unstable();
+    in_baseline.dedup();
+    fingerprints.retain(|f| in_baseline.binary_search(f).is_ok());
+    assert_eq!(fingerprints.len(), in_baseline.len());
+    // Run to run, the same.
+    assert_eq!(stdout(&run(&["scan", POLLING, "-o", "gitlab"])), stdout(&o));
+}

@@ -1,5 +1,6 @@
 //! Every output format over one fixed set of findings (a source span, an object, a controller; each severity):
-//! deterministic output, escaping, JUnit well-formedness, and SARIF validity against the official 2.1.0 schema.
+//! deterministic output, escaping, JUnit well-formedness and its agreement with `--fail-on`, SARIF validity against
+//! the official 2.1.0 schema (suppressed findings included), and GitLab Code Quality's shape.
 
 use ctrlaudit::finding::{
     Evidence, Finding, Lens, Severity, Span, Subject, Suppressed, sort_findings,
@@ -781,4 +782,97 @@ fn github_no_findings() {
         out,
         "ctrlaudit live: no findings (files scanned: 42, files parsed: 7, duration: 0.12s)\n"
     );
+}
+
+// ---------------------------------------------------------------- gitlab
+
+/// GitLab's required fields of a Code Quality issue, each of the right JSON type; the severity one of Code
+/// Climate's.
+fn assert_code_quality_issue(issue: &Value) {
+    for key in ["description", "check_name", "fingerprint", "severity"] {
+        assert!(
+            issue[key].as_str().is_some_and(|s| !s.is_empty()),
+            "{key}: {issue}"
+        );
+    }
+    assert!(
+        ["info", "minor", "major", "critical", "blocker"]
+            .contains(&issue["severity"].as_str().unwrap_or_default()),
+        "{issue}"
+    );
+    assert!(
+        issue["location"]["path"]
+            .as_str()
+            .is_some_and(|p| !p.is_empty()),
+        "{issue}"
+    );
+    assert!(
+        issue["location"]["lines"]["begin"]
+            .as_u64()
+            .is_some_and(|l| l >= 1),
+        "{issue}"
+    );
+}
+
+#[test]
+fn gitlab_code_quality_issues() {
+    let fs = findings();
+    let out = render_all(Format::Gitlab, "scan", &fs, &notes());
+    let v = parse_json(&out);
+    let issues = v.as_array().expect("a JSON array");
+    assert_eq!(issues.len(), 3);
+    issues.iter().for_each(assert_code_quality_issue);
+    assert_eq!(
+        issues[0],
+        serde_json::json!({
+            "description": format!("CA202: {TRICKY}"),
+            "check_name": "CA202",
+            "fingerprint": fs[0].fingerprint(),
+            "severity": "critical",
+            "location": {"path": "src/controller/reconcile.rs", "lines": {"begin": 12, "end": 12}}
+        })
+    );
+    assert_eq!(issues[1]["severity"], "major");
+    assert_eq!(
+        issues[1]["location"]["path"],
+        "Widget.example.com default/w1"
+    );
+    assert_eq!(issues[2]["severity"], "info");
+    // Every fingerprint is the baseline's, so GitLab and --baseline agree on what is the same finding.
+    for (issue, f) in issues.iter().zip(&fs) {
+        assert_eq!(issue["fingerprint"], f.fingerprint());
+    }
+    assert_eq!(render_all(Format::Gitlab, "scan", &[], &[]), "[]\n");
+}
+
+#[test]
+fn gitlab_fingerprints_are_stable_and_unique() {
+    let moved = |line: usize| {
+        let mut f = source_finding();
+        if let Subject::Source(s) = &mut f.subject {
+            s.line = line;
+            s.end_line = line;
+        }
+        f
+    };
+    let fingerprints = |fs: &[Finding]| -> Vec<String> {
+        let v = parse_json(&render_all(Format::Gitlab, "scan", fs, &[]));
+        v.as_array()
+            .expect("array")
+            .iter()
+            .map(|i| i["fingerprint"].as_str().expect("fingerprint").to_string())
+            .collect()
+    };
+    // A finding that moves to another line keeps its fingerprint.
+    assert_eq!(fingerprints(&[moved(12)]), fingerprints(&[moved(40)]));
+    // Two findings alike but for the line: two issues, not one, and the pair is the same after both move.
+    let two = fingerprints(&[moved(12), moved(30)]);
+    assert_eq!(two.len(), 2);
+    assert_ne!(two[0], two[1], "GitLab keeps one issue per fingerprint");
+    assert_eq!(two[0], source_finding().fingerprint());
+    assert_eq!(two, fingerprints(&[moved(14), moved(33)]));
+    // Another message is another finding.
+    let mut other = moved(12);
+    other.message = "something else".into();
+    assert_ne!(fingerprints(&[other]), fingerprints(&[moved(12)]));
 }

@@ -1,11 +1,12 @@
 //! Output formats: one `Report` (findings, notes, stats) rendered as rustc-style snippets, one line per finding, a
-//! table, JSON, SARIF, JUnit, GitHub annotations or a self-contained HTML page.
+//! table, JSON, SARIF, JUnit, GitHub annotations, GitLab Code Quality or a self-contained HTML page.
 
 pub mod concise;
 pub mod document;
 pub mod emit;
 pub mod full;
 pub mod github;
+pub mod gitlab;
 pub mod html;
 pub mod json;
 pub mod junit;
@@ -39,13 +40,15 @@ pub enum Format {
     Junit,
     /// GitHub Actions workflow commands (`::error file=…`), shown as annotations.
     Github,
+    /// GitLab Code Quality JSON (`artifacts:reports:codequality`), shown in merge requests.
+    Gitlab,
     /// One self-contained HTML page (findings, evidence, rule docs) to share.
     Html,
 }
 
 impl Format {
     /// Every format, in the order of the help text.
-    pub const ALL: [Format; 8] = [
+    pub const ALL: [Format; 9] = [
         Format::Full,
         Format::Concise,
         Format::Table,
@@ -53,6 +56,7 @@ impl Format {
         Format::Sarif,
         Format::Junit,
         Format::Github,
+        Format::Gitlab,
         Format::Html,
     ];
 
@@ -65,6 +69,7 @@ impl Format {
             Format::Sarif => "sarif",
             Format::Junit => "junit",
             Format::Github => "github",
+            Format::Gitlab => "gitlab",
             Format::Html => "html",
         }
     }
@@ -182,6 +187,7 @@ pub fn render(format: Format, report: &Report<'_>) -> anyhow::Result<String> {
         Format::Sarif => sarif::render(report),
         Format::Junit => junit::render(report),
         Format::Github => github::render(report),
+        Format::Gitlab => gitlab::render(report),
         Format::Html => html::render(report),
     };
     out.with_context(|| format!("rendering the {format} report"))
