@@ -15,9 +15,9 @@ fn published_schemas_are_the_generated_ones() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let update = std::env::var_os(UPDATE).is_some_and(|v| v == "1");
     let mut stale = Vec::new();
-    for (path, generate) in PUBLISHED {
-        let want = schema::to_file_text(&generate()).unwrap();
-        let file = root.join(path);
+    for published in PUBLISHED {
+        let want = schema::to_file_text(&(published.generate)()).unwrap();
+        let file = root.join(published.path);
         let have = std::fs::read_to_string(&file).unwrap_or_default();
         if have == want {
             continue;
@@ -26,7 +26,7 @@ fn published_schemas_are_the_generated_ones() {
             std::fs::create_dir_all(file.parent().unwrap()).unwrap();
             std::fs::write(&file, &want).unwrap();
         } else {
-            stale.push(*path);
+            stale.push(published.path);
         }
     }
     assert!(
@@ -116,7 +116,8 @@ fn the_report_schema_rejects_what_is_not_a_report() {
     let v = validator("schemas/report.schema.json");
     let (_, doc) = run_json(&["scan", "fixtures/scan/CA203-polling-requeue", "-o", "json"]);
     assert!(errors(&v, &doc).is_empty());
-    let mutations: [(&str, fn(&mut Value)); 5] = [
+    type Mutation = fn(&mut Value);
+    let mutations: [(&str, Mutation); 5] = [
         ("unknown severity", |d| {
             d["findings"][0]["severity"] = json!("fatal")
         }),

@@ -3,10 +3,23 @@
 
 use serde_json::Value;
 
-/// Where the schemas are published, relative to the repository, and what each is generated from.
-pub const PUBLISHED: &[(&str, fn() -> Value)] = &[
-    ("schemas/report.schema.json", report),
-    ("schemas/ctrlaudit.toml.schema.json", config),
+/// A published schema: its path in the repository and the function that generates it.
+#[derive(Debug, Clone, Copy)]
+pub struct Published {
+    pub path: &'static str,
+    pub generate: fn() -> Value,
+}
+
+/// Every schema the repository publishes.
+pub const PUBLISHED: &[Published] = &[
+    Published {
+        path: "schemas/report.schema.json",
+        generate: report,
+    },
+    Published {
+        path: "schemas/ctrlaudit.toml.schema.json",
+        generate: config,
+    },
 ];
 
 /// The schema of the `-o json` document of scan and live.

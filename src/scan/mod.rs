@@ -179,6 +179,9 @@ fn crd_context(root: &Path, scanned: &[PathBuf], config: &Config) -> Vec<model::
     out
 }
 
+/// What one crate gave: its findings, the findings its allow comments suppressed, notes, files parsed.
+type UnitResult = (Vec<Finding>, Vec<Suppressed>, Vec<Note>, usize);
+
 /// Runs a scan.
 pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
     let started = Instant::now();
@@ -280,7 +283,7 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
             .collect()
     });
     result.stats.libraries = libraries.len();
-    let unit_results: Vec<(Vec<Finding>, Vec<Suppressed>, Vec<Note>, usize)> = pool.install(|| {
+    let unit_results: Vec<UnitResult> = pool.install(|| {
         relevant
             .par_iter()
             .zip(lib_roots.par_iter())
