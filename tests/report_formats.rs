@@ -315,6 +315,11 @@ fn sarif_tool_and_rules() {
         let tags: Vec<&str> = rule.lenses.iter().map(|l| l.as_str()).collect();
         assert_eq!(r["properties"]["tags"], serde_json::json!(tags));
     }
+    // The run's stats are those of `-o json`: numbers.
+    assert_eq!(
+        runs[0]["properties"]["stats"],
+        serde_json::json!({"files_scanned": 42, "files_parsed": 7, "seconds": 0.12})
+    );
     let inv = &runs[0]["invocations"][0];
     assert_eq!(inv["executionSuccessful"], true);
     assert_eq!(inv["toolExecutionNotifications"][0]["level"], "note");

@@ -31,7 +31,7 @@ fn published_schemas_are_the_generated_ones() {
     }
     assert!(
         stale.is_empty(),
-        "{} differ from what the code generates; regenerate with\n\n    {UPDATE}=1 cargo test --test schemas\n",
+        "not what the code generates: {}; regenerate with\n\n    {UPDATE}=1 cargo test --test schemas published\n",
         stale.join(", ")
     );
 }
