@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// A rule's level as configured: a severity, or off.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Level {
     Error,
@@ -27,7 +27,7 @@ impl Level {
 }
 
 /// Numeric limits the detectors use. Every field has the documented default.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct Thresholds {
     /// CA203: a success-path requeue shorter than this is polling.
@@ -69,7 +69,7 @@ impl Default for Thresholds {
 /// `[metrics]`: the controller metric names `live` reads, defaulting to the controller-runtime and client-go
 /// names (which the bench variants export too). A kube-rs controller that names its own metrics maps them here,
 /// e.g. `reconcile_total = "doc_controller_reconciliations_total"`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct MetricNames {
     /// Counter of reconciles, labelled by controller and result.
@@ -118,10 +118,15 @@ impl Default for MetricNames {
 }
 
 /// The parsed configuration.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
+#[schemars(
+    title = "ctrlaudit.toml",
+    description = "kubectl-ctrlaudit's configuration, found upward from the scanned path (or given with --config): \
+        rule levels, detector thresholds, wrapper aliases and the metric names live reads."
+)]
 pub struct Config {
-    /// Rule code → level.
+    /// Rule code (`CA203`, any case) or name (`polling-requeue`) → level.
     pub rules: BTreeMap<String, Level>,
     pub thresholds: Thresholds,
     /// Wrapper function path (or bare name) → the kube `Api` method it wraps (`patch_status`, `list`, …).

@@ -1,11 +1,14 @@
 //! The one shape every lens reports in: a `Finding` with its rule code, severity, subject and evidence.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::cmp::Ordering;
 use std::fmt;
 
 /// How bad a finding is. Ordered so that `Error > Warning > Info`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
     Info,
@@ -30,7 +33,9 @@ impl fmt::Display for Severity {
 }
 
 /// Which of the three ways of looking at a controller produced a finding.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Lens {
     Scan,
@@ -49,7 +54,9 @@ impl Lens {
 }
 
 /// A 1-based line/column range in a source file.
-#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 pub struct Span {
     /// Path as given on the command line joined with the walked path, `/`-separated.
     pub file: String,
@@ -60,7 +67,9 @@ pub struct Span {
 }
 
 /// What a finding is about.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(tag = "type", rename_all = "lowercase")]
 pub enum Subject {
     /// A place in source code (scan).
@@ -136,7 +145,7 @@ impl Subject {
 }
 
 /// Data behind a finding, kept as data so that every output format can render it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "lowercase")]
 pub enum Evidence {
     /// A related place in source: the call that makes the finding matter (e.g. the status patch
@@ -160,7 +169,7 @@ pub enum Evidence {
 }
 
 /// One finding of one rule.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Finding {
     pub code: String,
     pub severity: Severity,
@@ -176,8 +185,22 @@ pub struct Finding {
     pub objects: Vec<ObjectRef>,
 }
 
+/// A finding that an inline allow comment (`// ctrlaudit: allow(CODE) reason: …`) suppressed. Only SARIF shows
+/// these (as `suppressions[]`, the way semgrep and CodeQL keep theirs auditable); the other formats and the exit
+/// code see only what was reported.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Suppressed {
+    pub finding: Finding,
+    /// What the comment says after `reason:`.
+    pub reason: String,
+    /// Where the allow comment is.
+    pub comment: Span,
+}
+
 /// One Kubernetes object: what a live finding is seen on.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 pub struct ObjectRef {
     pub group: String,
     pub kind: String,

@@ -588,7 +588,7 @@ async fn live_as_the_readonly_identity_never_writes() {
     assert_eq!(doc["findings"], json!([]), "{stdout}");
     let notes = doc["notes"].to_string();
     assert!(notes.contains("no-such-operator"), "{notes}");
-    assert!(doc["stats"]["objects"] == "2", "{stdout}");
+    assert!(doc["stats"]["objects"] == 2, "{stdout}");
 
     // Everything the tool sent, by its user agent, is in the log: reads only.
     let log = env.audit_log.clone().unwrap();

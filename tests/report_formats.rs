@@ -1,8 +1,11 @@
 //! Every output format over one fixed set of findings (a source span, an object, a controller; each severity):
-//! deterministic output, escaping, JUnit well-formedness, and SARIF validity against the official 2.1.0 schema.
+//! deterministic output, escaping, JUnit well-formedness and its agreement with `--fail-on`, SARIF validity against
+//! the official 2.1.0 schema (suppressed findings included), and GitLab Code Quality's shape.
 
-use ctrlaudit::finding::{Evidence, Finding, Lens, Severity, Span, Subject, sort_findings};
-use ctrlaudit::report::{Format, Note, Report, render};
+use ctrlaudit::finding::{
+    Evidence, Finding, Lens, Severity, Span, Subject, Suppressed, sort_findings,
+};
+use ctrlaudit::report::{FailOn, Format, Note, Report, render};
 use ctrlaudit::rules::{REPOSITORY_URL, RULES};
 use serde_json::Value;
 
@@ -106,15 +109,23 @@ fn stats() -> Vec<(String, String)> {
     ]
 }
 
+/// Renders under `--fail-on info`, where every finding fails JUnit (the tests of the threshold use
+/// [`render_failing_on`]).
 fn render_all(format: Format, command: &str, findings: &[Finding], notes: &[Note]) -> String {
+    render_failing_on(format, command, findings, notes, FailOn::Info)
+}
+
+fn render_failing_on(
+    format: Format,
+    command: &str,
+    findings: &[Finding],
+    notes: &[Note],
+    fail_on: FailOn,
+) -> String {
     let stats = stats();
     let report = Report {
-        command,
-        findings,
-        notes,
-        stats: &stats,
-        color: false,
-        sources: &ctrlaudit::report::NO_SOURCES,
+        fail_on,
+        ..Report::new(command, findings, notes, &stats)
     };
     let first = render(format, &report).expect("renders");
     let second = render(format, &report).expect("renders");
@@ -172,12 +183,8 @@ fn table_without_findings() {
 fn table_colors_by_severity_when_asked() {
     let fs = findings();
     let report = Report {
-        command: "scan",
-        findings: &fs,
-        notes: &[],
-        stats: &[],
         color: true,
-        sources: &ctrlaudit::report::NO_SOURCES,
+        ..Report::new("scan", &fs, &[], &[])
     };
     let out = render(Format::Table, &report).expect("renders");
     assert!(out.contains('\x1b'), "{out}");
@@ -206,10 +213,14 @@ fn json_document() {
         v["summary"],
         serde_json::json!({"error": 1, "warning": 1, "info": 1})
     );
-    assert_eq!(v["stats"]["files scanned"], "42");
+    // Stats are numbers under snake_case keys (the text formats keep "files scanned: 42", "duration: 0.12s").
+    assert_eq!(
+        v["stats"],
+        serde_json::json!({"files_scanned": 42, "files_parsed": 7, "seconds": 0.12})
+    );
     // Stats keep the caller's order.
-    let scanned = out.find("\"files scanned\"").expect("stat");
-    let duration = out.find("\"duration\"").expect("stat");
+    let scanned = out.find("\"files_scanned\"").expect("stat");
+    let duration = out.find("\"seconds\"").expect("stat");
     assert!(scanned < duration);
     // Findings round-trip.
     let back: Vec<Finding> = serde_json::from_value(v["findings"].clone()).expect("findings parse");
@@ -304,6 +315,11 @@ fn sarif_tool_and_rules() {
         let tags: Vec<&str> = rule.lenses.iter().map(|l| l.as_str()).collect();
         assert_eq!(r["properties"]["tags"], serde_json::json!(tags));
     }
+    // The run's stats are those of `-o json`: numbers.
+    assert_eq!(
+        runs[0]["properties"]["stats"],
+        serde_json::json!({"files_scanned": 42, "files_parsed": 7, "seconds": 0.12})
+    );
     let inv = &runs[0]["invocations"][0];
     assert_eq!(inv["executionSuccessful"], true);
     assert_eq!(inv["toolExecutionNotifications"][0]["level"], "note");
@@ -381,6 +397,89 @@ fn sarif_results() {
         ctl["partialFingerprints"]["ctrlaudit/v1"],
         fs[2].fingerprint()
     );
+}
+
+fn suppressed() -> Vec<Suppressed> {
+    let mut f = source_finding();
+    f.code = "CA203".into();
+    f.severity = Severity::Warning;
+    f.message = "reconcile requeues after 15s on success".into();
+    if let Subject::Source(s) = &mut f.subject {
+        s.line = 45;
+    }
+    vec![Suppressed {
+        finding: f,
+        reason: "vendor quota API cannot be watched".into(),
+        comment: Span {
+            file: "./src/controller/reconcile.rs".into(),
+            line: 45,
+            column: 50,
+            end_line: 45,
+            end_column: 120,
+        },
+    }]
+}
+
+fn render_with_suppressed(format: Format, fs: &[Finding], sup: &[Suppressed]) -> String {
+    let report = Report {
+        suppressed: sup,
+        ..Report::new("scan", fs, &[], &[])
+    };
+    render(format, &report).expect("renders")
+}
+
+#[test]
+fn sarif_keeps_suppressed_findings_with_the_reason() {
+    let fs = findings();
+    let sup = suppressed();
+    let v = assert_valid_sarif(&render_with_suppressed(Format::Sarif, &fs, &sup));
+    let results = v["runs"][0]["results"].as_array().expect("results");
+    assert_eq!(results.len(), fs.len() + 1, "reported and suppressed");
+    for r in &results[..fs.len()] {
+        assert!(r.get("suppressions").is_none(), "{r}");
+    }
+    let s = &results[fs.len()];
+    assert_eq!(s["ruleId"], "CA203");
+    assert_eq!(s["level"], "warning");
+    assert_eq!(
+        s["message"]["text"],
+        "reconcile requeues after 15s on success"
+    );
+    assert_eq!(
+        s["partialFingerprints"]["ctrlaudit/v1"],
+        sup[0].finding.fingerprint()
+    );
+    let suppressions = s["suppressions"].as_array().expect("suppressions");
+    assert_eq!(suppressions.len(), 1);
+    assert_eq!(suppressions[0]["kind"], "inSource");
+    assert_eq!(
+        suppressions[0]["justification"],
+        "vendor quota API cannot be watched"
+    );
+    let at = &suppressions[0]["location"]["physicalLocation"];
+    assert_eq!(at["artifactLocation"]["uri"], "src/controller/reconcile.rs");
+    assert_eq!(at["region"]["startLine"], 45);
+    assert_eq!(at["region"]["startColumn"], 50);
+
+    // The schema checks the suppression too: a kind SARIF does not know is rejected.
+    let mut bad = v.clone();
+    bad["runs"][0]["results"][fs.len()]["suppressions"][0]["kind"] = Value::String("inline".into());
+    assert!(sarif_validator().iter_errors(&bad).count() >= 1);
+}
+
+#[test]
+fn only_sarif_shows_suppressed_findings() {
+    let fs = findings();
+    let sup = suppressed();
+    for format in Format::ALL {
+        if format == Format::Sarif {
+            continue;
+        }
+        let with = render_with_suppressed(format, &fs, &sup);
+        let without = render_with_suppressed(format, &fs, &[]);
+        assert_eq!(with, without, "{format} ignores suppressed findings");
+        assert!(!with.contains("requeues after 15s"), "{format}: {with}");
+    }
 }
 
 // ---------------------------------------------------------------- junit
@@ -509,6 +608,102 @@ fn junit_all_pass() {
     assert!(suite.test_cases.iter().all(|c| failure(c).is_none()));
 }
 
+/// The skip's message and text, or `None` for a case that is not skipped.
+fn skipped(c: &quick_junit::TestCase) -> Option<(String, String)> {
+    match &c.status {
+        quick_junit::TestCaseStatus::Skipped {
+            message,
+            description,
+            ..
+        } => {
+            let s = |x: &Option<quick_junit::XmlString>| {
+                x.as_ref()
+                    .map(|x| x.as_str().to_string())
+                    .unwrap_or_default()
+            };
+            Some((s(message), s(description)))
+        }
+        _ => None,
+    }
+}
+
+#[test]
+fn junit_failures_are_the_findings_at_or_above_fail_on() {
+    // One finding per rule (an error, a warning, an info): each threshold fails exactly the findings the exit
+    // code counts, and the others are skipped cases, not failures.
+    let fs = findings();
+    for (fail_on, failing, skipping) in [
+        (FailOn::Info, 3, 0),
+        (FailOn::Warning, 2, 1),
+        (FailOn::Error, 1, 2),
+        (FailOn::Never, 0, 3),
+    ] {
+        let out = render_failing_on(Format::Junit, "scan", &fs, &[], fail_on);
+        let suite = parse_junit(&out);
+        let tripping = fs.iter().filter(|f| fail_on.trips(f.severity)).count();
+        assert_eq!(tripping, failing, "{fail_on:?}");
+        assert_eq!(
+            (suite.failures, suite.errors, suite.skipped),
+            (failing, 0, skipping),
+            "--fail-on {fail_on:?}:\n{out}"
+        );
+        let props: Vec<(&str, &str)> = suite
+            .properties
+            .iter()
+            .map(|p| (p.name.as_str(), p.value.as_str()))
+            .collect();
+        assert!(props.contains(&("fail-on", fail_on.as_str())), "{props:?}");
+    }
+}
+
+#[test]
+fn junit_info_below_fail_on_warning_is_a_skip_that_lists_it() {
+    let out = render_failing_on(Format::Junit, "scan", &findings(), &[], FailOn::Warning);
+    let suite = parse_junit(&out);
+    let ca403 = case(&suite, "CA403 write-rate-near-apiserver-ceiling");
+    let (message, text) = skipped(ca403).expect("the info finding's rule is skipped, not failed");
+    assert_eq!(message, "1 finding below --fail-on warning");
+    assert!(
+        text.contains("info: 21.5 writes/s, 90% of the measured ceiling"),
+        "{text}"
+    );
+    assert!(text.contains("manager=widget-controller"), "{text}");
+    // The warning still fails; a rule without findings still passes.
+    assert!(failure(case(&suite, "CA102 convergence-lag")).is_some());
+    assert_eq!(failure(case(&suite, "CA001 unparsable-source")), None);
+    assert!(skipped(case(&suite, "CA001 unparsable-source")).is_none());
+}
+
+#[test]
+fn junit_a_failing_rule_lists_its_findings_below_fail_on_in_system_out() {
+    let mut info = source_finding();
+    info.severity = Severity::Info;
+    info.message = "an info of the same rule".into();
+    let out = render_failing_on(
+        Format::Junit,
+        "scan",
+        &[source_finding(), info],
+        &[],
+        FailOn::Warning,
+    );
+    let suite = parse_junit(&out);
+    assert_eq!((suite.failures, suite.skipped), (1, 0), "{out}");
+    let c = case(&suite, "CA202 volatile-value-written-every-reconcile");
+    let (message, ty, text) = failure(c).expect("failure");
+    assert_eq!(message, TRICKY, "the failure counts only the error");
+    assert_eq!(ty, "error");
+    assert!(!text.contains("an info of the same rule"), "{text}");
+    let system_out = c.system_out.as_ref().map(|s| s.as_str()).unwrap_or("");
+    assert!(
+        system_out.starts_with("1 finding below --fail-on warning:"),
+        "{system_out}"
+    );
+    assert!(
+        system_out.contains("info: an info of the same rule"),
+        "{system_out}"
+    );
+}
+
 #[test]
 fn junit_escapes_control_characters() {
     let mut f = source_finding();
@@ -592,4 +787,97 @@ fn github_no_findings() {
         out,
         "ctrlaudit live: no findings (files scanned: 42, files parsed: 7, duration: 0.12s)\n"
     );
+}
+
+// ---------------------------------------------------------------- gitlab
+
+/// GitLab's required fields of a Code Quality issue, each of the right JSON type; the severity one of Code
+/// Climate's.
+fn assert_code_quality_issue(issue: &Value) {
+    for key in ["description", "check_name", "fingerprint", "severity"] {
+        assert!(
+            issue[key].as_str().is_some_and(|s| !s.is_empty()),
+            "{key}: {issue}"
+        );
+    }
+    assert!(
+        ["info", "minor", "major", "critical", "blocker"]
+            .contains(&issue["severity"].as_str().unwrap_or_default()),
+        "{issue}"
+    );
+    assert!(
+        issue["location"]["path"]
+            .as_str()
+            .is_some_and(|p| !p.is_empty()),
+        "{issue}"
+    );
+    assert!(
+        issue["location"]["lines"]["begin"]
+            .as_u64()
+            .is_some_and(|l| l >= 1),
+        "{issue}"
+    );
+}
+
+#[test]
+fn gitlab_code_quality_issues() {
+    let fs = findings();
+    let out = render_all(Format::Gitlab, "scan", &fs, &notes());
+    let v = parse_json(&out);
+    let issues = v.as_array().expect("a JSON array");
+    assert_eq!(issues.len(), 3);
+    issues.iter().for_each(assert_code_quality_issue);
+    assert_eq!(
+        issues[0],
+        serde_json::json!({
+            "description": format!("CA202: {TRICKY}"),
+            "check_name": "CA202",
+            "fingerprint": fs[0].fingerprint(),
+            "severity": "critical",
+            "location": {"path": "src/controller/reconcile.rs", "lines": {"begin": 12, "end": 12}}
+        })
+    );
+    assert_eq!(issues[1]["severity"], "major");
+    assert_eq!(
+        issues[1]["location"]["path"],
+        "Widget.example.com default/w1"
+    );
+    assert_eq!(issues[2]["severity"], "info");
+    // Every fingerprint is the baseline's, so GitLab and --baseline agree on what is the same finding.
+    for (issue, f) in issues.iter().zip(&fs) {
+        assert_eq!(issue["fingerprint"], f.fingerprint());
+    }
+    assert_eq!(render_all(Format::Gitlab, "scan", &[], &[]), "[]\n");
+}
+
+#[test]
+fn gitlab_fingerprints_are_stable_and_unique() {
+    let moved = |line: usize| {
+        let mut f = source_finding();
+        if let Subject::Source(s) = &mut f.subject {
+            s.line = line;
+            s.end_line = line;
+        }
+        f
+    };
+    let fingerprints = |fs: &[Finding]| -> Vec<String> {
+        let v = parse_json(&render_all(Format::Gitlab, "scan", fs, &[]));
+        v.as_array()
+            .expect("array")
+            .iter()
+            .map(|i| i["fingerprint"].as_str().expect("fingerprint").to_string())
+            .collect()
+    };
+    // A finding that moves to another line keeps its fingerprint.
+    assert_eq!(fingerprints(&[moved(12)]), fingerprints(&[moved(40)]));
+    // Two findings alike but for the line: two issues, not one, and the pair is the same after both move.
+    let two = fingerprints(&[moved(12), moved(30)]);
+    assert_eq!(two.len(), 2);
+    assert_ne!(two[0], two[1], "GitLab keeps one issue per fingerprint");
+    assert_eq!(two[0], source_finding().fingerprint());
+    assert_eq!(two, fingerprints(&[moved(14), moved(33)]));
+    // Another message is another finding.
+    let mut other = moved(12);
+    other.message = "something else".into();
+    assert_ne!(fingerprints(&[other]), fingerprints(&[moved(12)]));
 }

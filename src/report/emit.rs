@@ -3,7 +3,7 @@
 
 use super::{Format, Note, Report, Sources};
 use crate::exit::Status;
-use crate::finding::{Finding, Severity};
+use crate::finding::{Finding, Severity, Suppressed};
 use anyhow::{Context, Result};
 use clap::ValueEnum;
 use std::io::IsTerminal;
@@ -45,6 +45,16 @@ pub enum FailOn {
 }
 
 impl FailOn {
+    /// The flag's value as typed: `error`, `warning`, `info`, `never`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailOn::Error => "error",
+            FailOn::Warning => "warning",
+            FailOn::Info => "info",
+            FailOn::Never => "never",
+        }
+    }
+
     pub fn trips(self, s: Severity) -> bool {
         match self {
             FailOn::Error => s >= Severity::Error,
@@ -102,6 +112,19 @@ impl OutputArgs {
         stats: &[(String, String)],
         files: &[(Format, std::path::PathBuf)],
     ) -> Result<()> {
+        self.emit_with_suppressed(command, findings, &[], notes, stats, files)
+    }
+
+    /// [`Self::emit`] with the findings inline allow comments suppressed, which SARIF lists as suppressed results.
+    pub fn emit_with_suppressed(
+        &self,
+        command: &str,
+        findings: &[Finding],
+        suppressed: &[Suppressed],
+        notes: &[Note],
+        stats: &[(String, String)],
+        files: &[(Format, std::path::PathBuf)],
+    ) -> Result<()> {
         let format = self.format(command);
         let quotes_source = std::iter::once(format)
             .chain(files.iter().map(|(f, _)| *f))
@@ -118,6 +141,8 @@ impl OutputArgs {
             stats,
             color: self.use_color(),
             sources: &sources,
+            suppressed,
+            fail_on: self.fail_on,
         };
         let text = super::render(format, &report)?;
         crate::output::print(&text).context("writing the report to stdout")?;

@@ -237,14 +237,8 @@ mod tests {
             subject: "metrics".into(),
             message: "no --metrics-url".into(),
         }];
-        let report = Report {
-            command: "live",
-            findings: &findings,
-            notes: &notes,
-            stats: &[("window".into(), "30s".into())],
-            color: false,
-            sources: &super::super::NO_SOURCES,
-        };
+        let stats = [("window".into(), "30s".into())];
+        let report = Report::new("live", &findings, &notes, &stats);
         let html = render(&report).unwrap();
         assert!(html.starts_with("<!DOCTYPE html>"));
         assert!(!html.contains("<script>"), "user text is escaped");

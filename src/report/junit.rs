@@ -1,9 +1,11 @@
 //! `-o junit`: JUnit XML with one test case per rule of the command's lens, so CI shows which rules passed.
 //!
-//! A rule with findings is a failing test case; its `<failure>` names the first finding (or the count) and its text
-//! lists every finding with location, evidence and help. Notes go to `<system-out>`, stats to `<properties>`.
+//! A rule with findings at or above `--fail-on` is a failing test case; its `<failure>` names the first of them (or
+//! the count) and its text lists each with location, evidence and help. Findings below `--fail-on` fail nothing, as
+//! they do not fail the exit code (see [`test_case`]). Notes go to the suite's `<system-out>`, stats and the
+//! threshold to `<properties>`.
 
-use super::{Report, lens_of_command, note_line, push_details};
+use super::{FailOn, Report, lens_of_command, note_line, push_details};
 use crate::finding::{Finding, Severity};
 use crate::rules::{RULES, find};
 use anyhow::Context;
@@ -19,11 +21,13 @@ pub fn render(report: &Report<'_>) -> anyhow::Result<String> {
     let classname = format!("ctrlaudit.{}", report.command);
     let mut suite = TestSuite::new(format!("ctrlaudit {}", report.command));
     suite.add_properties(report.stats.iter().map(|(k, v)| Property::new(k, v)));
-    suite.add_test_cases(cases(report).into_iter().map(|case| {
-        let mut tc = TestCase::new(case.name, status(&case.findings));
-        tc.set_classname(classname.as_str());
-        tc
-    }));
+    // The threshold the failures were judged by, so a reader of the XML alone can tell why an info finding passed.
+    suite.add_property(Property::new("fail-on", report.fail_on.as_str()));
+    suite.add_test_cases(
+        cases(report)
+            .into_iter()
+            .map(|case| test_case(case, &classname, report.fail_on)),
+    );
     if !report.notes.is_empty() {
         let notes: Vec<String> = report.notes.iter().map(note_line).collect();
         suite.set_system_out(notes.join("\n"));
@@ -69,6 +73,56 @@ fn cases<'a>(report: &Report<'a>) -> Vec<Case<'a>> {
         }
     }
     cases
+}
+
+/// The case of one rule: a failure for the findings at or above `fail_on`; the findings below it do not fail it.
+///
+/// A rule whose findings are all below the threshold is a `<skipped>` case whose message and text list them:
+/// Jenkins' `junit` step marks a build unstable only for `<failure>`/`<error>` and shows a skip's message on the
+/// case's page; GitLab's test report counts it as skipped, not failed, and shows the skip's text as the case's
+/// details. A passing case with `<system-out>` would not fail either, but GitLab drops a passing case's output and
+/// Jenkins truncates it, so the advisory findings would vanish from the report. Next to a failure, the findings
+/// below the threshold go to the case's `<system-out>`, which both show for a failed case.
+fn test_case(case: Case<'_>, classname: &str, fail_on: FailOn) -> TestCase {
+    let (failing, below): (Vec<&Finding>, Vec<&Finding>) = case
+        .findings
+        .iter()
+        .partition(|f| fail_on.trips(f.severity));
+    let advisory = (!below.is_empty()).then(|| {
+        let listed: Vec<String> = below.iter().map(|f| describe(f)).collect();
+        (
+            format!(
+                "{} below --fail-on {}",
+                plural_findings(below.len()),
+                fail_on.as_str()
+            ),
+            listed.join("\n\n"),
+        )
+    });
+    let mut tc = match (failing.is_empty(), advisory) {
+        (true, Some((message, text))) => {
+            let mut status = TestCaseStatus::skipped();
+            status.set_message(message).set_description(text);
+            TestCase::new(case.name, status)
+        }
+        (_, advisory) => {
+            let mut tc = TestCase::new(case.name, status(&failing));
+            if let Some((message, text)) = advisory {
+                tc.set_system_out(format!("{message}:\n\n{text}"));
+            }
+            tc
+        }
+    };
+    tc.set_classname(classname);
+    tc
+}
+
+fn plural_findings(n: usize) -> String {
+    if n == 1 {
+        "1 finding".to_string()
+    } else {
+        format!("{n} findings")
+    }
 }
 
 /// Passed without findings; otherwise one failure whose type is the most severe finding's severity.

@@ -1,18 +1,21 @@
 //! Output formats: one `Report` (findings, notes, stats) rendered as rustc-style snippets, one line per finding, a
-//! table, JSON, SARIF, JUnit, GitHub annotations or a self-contained HTML page.
+//! table, JSON, SARIF, JUnit, GitHub annotations, GitLab Code Quality or a self-contained HTML page.
 
 pub mod concise;
 pub mod document;
 pub mod emit;
 pub mod full;
 pub mod github;
+pub mod gitlab;
 pub mod html;
 pub mod json;
 pub mod junit;
 pub mod sarif;
+pub mod schema;
+pub mod stats;
 pub mod table;
 
-use crate::finding::{Evidence, Finding, Lens, Severity};
+use crate::finding::{Evidence, Finding, Lens, Severity, Suppressed};
 use anyhow::Context;
 use std::fmt;
 use std::str::FromStr;
@@ -33,17 +36,19 @@ pub enum Format {
     Json,
     /// SARIF 2.1.0 for GitHub code scanning and other SARIF viewers.
     Sarif,
-    /// JUnit XML: one test case per rule, failing where the rule found something.
+    /// JUnit XML: one test case per rule, failing where the rule found something at or above `--fail-on`.
     Junit,
     /// GitHub Actions workflow commands (`::error file=…`), shown as annotations.
     Github,
+    /// GitLab Code Quality JSON (`artifacts:reports:codequality`), shown in merge requests.
+    Gitlab,
     /// One self-contained HTML page (findings, evidence, rule docs) to share.
     Html,
 }
 
 impl Format {
     /// Every format, in the order of the help text.
-    pub const ALL: [Format; 8] = [
+    pub const ALL: [Format; 9] = [
         Format::Full,
         Format::Concise,
         Format::Table,
@@ -51,6 +56,7 @@ impl Format {
         Format::Sarif,
         Format::Junit,
         Format::Github,
+        Format::Gitlab,
         Format::Html,
     ];
 
@@ -63,6 +69,7 @@ impl Format {
             Format::Sarif => "sarif",
             Format::Junit => "junit",
             Format::Github => "github",
+            Format::Gitlab => "gitlab",
             Format::Html => "html",
         }
     }
@@ -93,7 +100,7 @@ impl FromStr for Format {
 }
 
 /// Something that could not be looked at (a skipped file, an unobservable evidence source): always shown.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Note {
     pub subject: String,
     pub message: String,
@@ -127,6 +134,31 @@ pub struct Report<'a> {
     pub color: bool,
     /// Source text for `full`; [`NO_SOURCES`] where none was read.
     pub sources: &'a Sources,
+    /// Findings an inline allow comment suppressed: only SARIF shows them (`suppressions[]`).
+    pub suppressed: &'a [Suppressed],
+    /// The exit code's threshold: JUnit fails only the findings at or above it, so CI agrees with the exit code.
+    pub fail_on: FailOn,
+}
+
+impl<'a> Report<'a> {
+    /// A report without colour, source text or suppressed findings, failing at the default `--fail-on warning`.
+    pub fn new(
+        command: &'a str,
+        findings: &'a [Finding],
+        notes: &'a [Note],
+        stats: &'a [(String, String)],
+    ) -> Self {
+        Report {
+            command,
+            findings,
+            notes,
+            stats,
+            color: false,
+            sources: &NO_SOURCES,
+            suppressed: &[],
+            fail_on: FailOn::Warning,
+        }
+    }
 }
 
 /// `--output-file FORMAT=PATH` values, each checked: a known format and a non-empty path.
@@ -155,13 +187,14 @@ pub fn render(format: Format, report: &Report<'_>) -> anyhow::Result<String> {
         Format::Sarif => sarif::render(report),
         Format::Junit => junit::render(report),
         Format::Github => github::render(report),
+        Format::Gitlab => gitlab::render(report),
         Format::Html => html::render(report),
     };
     out.with_context(|| format!("rendering the {format} report"))
 }
 
 /// Number of findings per severity.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct Counts {
     pub error: usize,
     pub warning: usize,

@@ -1,17 +1,20 @@
 //! `-o sarif`: SARIF 2.1.0 for GitHub code scanning: every rule of the registry with its doc, one result per finding.
 //!
 //! Source findings get physical locations (`%SRCROOT%`-relative URIs, 1-based regions); findings about
-//! Kubernetes objects and controllers get logical locations. Notes become tool execution notifications.
+//! Kubernetes objects and controllers get logical locations. Findings an inline allow comment suppressed are kept
+//! as results with an `inSource` suppression whose justification is the comment's reason (as semgrep and CodeQL
+//! report theirs), so a viewer can audit what was silenced. Notes become tool execution notifications.
 
 use super::{Report, normalize_path};
-use crate::finding::{Evidence, Finding, Severity, Span, Subject};
+use crate::finding::{Evidence, Finding, Severity, Span, Subject, Suppressed};
 use crate::rules::{self, RULES, Rule};
 use anyhow::Context;
 use serde_json::Value;
 use serde_sarif::sarif::{
     ArtifactLocation, Invocation, Location, LogicalLocation, Message, MultiformatMessageString,
     Notification, PhysicalLocation, PropertyBag, Region, ReportingConfiguration,
-    ReportingDescriptor, Result as SarifResult, ResultLevel, Run, Sarif, Tool, ToolComponent,
+    ReportingDescriptor, Result as SarifResult, ResultLevel, Run, Sarif, Suppression,
+    SupressionKind, Tool, ToolComponent,
 };
 use std::collections::BTreeMap;
 
@@ -38,6 +41,7 @@ pub fn render(report: &Report<'_>) -> anyhow::Result<String> {
         .findings
         .iter()
         .map(result)
+        .chain(report.suppressed.iter().map(suppressed_result))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let mut properties = BTreeMap::new();
     properties.insert(
@@ -45,12 +49,10 @@ pub fn render(report: &Report<'_>) -> anyhow::Result<String> {
         Value::String(report.command.to_string()),
     );
     if !report.stats.is_empty() {
-        let stats: serde_json::Map<String, Value> = report
-            .stats
-            .iter()
-            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
-            .collect();
-        properties.insert("stats".to_string(), Value::Object(stats));
+        // The keys and numbers of `-o json`, not the table's text.
+        let stats = serde_json::to_value(super::stats::Typed::of(report.stats))
+            .context("serializing the stats")?;
+        properties.insert("stats".to_string(), stats);
     }
     let driver = ToolComponent::builder()
         .name(TOOL_NAME)
@@ -238,6 +240,22 @@ fn result(f: &Finding) -> anyhow::Result<SarifResult> {
         .partial_fingerprints(partial_fingerprints)
         .properties(bag(properties))
         .build())
+}
+
+/// A suppressed finding: its result, with the allow comment as an `inSource` suppression.
+fn suppressed_result(s: &Suppressed) -> anyhow::Result<SarifResult> {
+    let mut r = result(&s.finding)?;
+    let suppression = Suppression::builder()
+        .kind(Value::String(SupressionKind::InSource.to_string()))
+        .opt_justification((!s.reason.is_empty()).then(|| s.reason.clone()))
+        .location(
+            Location::builder()
+                .physical_location(physical(&s.comment))
+                .build(),
+        )
+        .build();
+    r.suppressions = Some(vec![suppression]);
+    Ok(r)
 }
 
 fn physical(span: &Span) -> PhysicalLocation {

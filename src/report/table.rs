@@ -112,14 +112,7 @@ mod tests {
     use crate::finding::{Lens, Span};
 
     fn scan_report(findings: &[Finding]) -> Report<'_> {
-        Report {
-            command: "scan",
-            findings,
-            notes: &[],
-            stats: &[],
-            color: false,
-            sources: &crate::report::NO_SOURCES,
-        }
+        Report::new("scan", findings, &[], &[])
     }
 
     fn finding(sev: Severity) -> Finding {

@@ -82,6 +82,13 @@ pub fn run(out: &OutputArgs, a: &ScanArgs) -> Outcome {
         }
     }
     let stats = result.stats.as_pairs();
-    out.emit("scan", &result.findings, &result.notes, &stats, &files)?;
+    out.emit_with_suppressed(
+        "scan",
+        &result.findings,
+        &result.suppressed,
+        &result.notes,
+        &stats,
+        &files,
+    )?;
     Ok(out.status(&result.findings))
 }

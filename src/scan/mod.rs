@@ -18,7 +18,7 @@ mod tree;
 pub mod unit;
 
 use crate::config::Config;
-use crate::finding::{Finding, sort_findings};
+use crate::finding::{Finding, Suppressed, sort_findings};
 use crate::policy::Policy;
 use crate::report::Note;
 use aho_corasick::AhoCorasick;
@@ -50,6 +50,8 @@ pub struct ScanOptions {
 #[derive(Debug, Default)]
 pub struct ScanResult {
     pub findings: Vec<Finding>,
+    /// The findings inline allow comments suppressed, with their reasons: for SARIF, never for the exit code.
+    pub suppressed: Vec<Suppressed>,
     pub notes: Vec<Note>,
     pub stats: ScanStats,
 }
@@ -177,6 +179,9 @@ fn crd_context(root: &Path, scanned: &[PathBuf], config: &Config) -> Vec<model::
     out
 }
 
+/// What one crate gave: its findings, the findings its allow comments suppressed, notes, files parsed.
+type UnitResult = (Vec<Finding>, Vec<Suppressed>, Vec<Note>, usize);
+
 /// Runs a scan.
 pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
     let started = Instant::now();
@@ -278,7 +283,7 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
             .collect()
     });
     result.stats.libraries = libraries.len();
-    let unit_results: Vec<(Vec<Finding>, Vec<Note>, usize)> = pool.install(|| {
+    let unit_results: Vec<UnitResult> = pool.install(|| {
         relevant
             .par_iter()
             .zip(lib_roots.par_iter())
@@ -328,23 +333,26 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
                         .into_iter()
                         .filter(|f| f.subject.span().is_none_or(|s| !u.is_library_file(&s.file))),
                 );
+                let mut suppressed = Vec::new();
                 for (name, s) in &sups {
-                    let extra = suppress::apply(name, s, &mut findings);
+                    let extra = suppress::apply_keeping(name, s, &mut findings, &mut suppressed);
                     findings.extend(extra);
                 }
                 findings.append(&mut unparsed);
-                (findings, notes, parsed)
+                (findings, suppressed, notes, parsed)
             })
             .collect()
     });
-    for (f, n, parsed) in unit_results {
+    for (f, s, n, parsed) in unit_results {
         result.findings.extend(f);
+        result.suppressed.extend(s);
         result.notes.extend(n);
         result.stats.parsed += parsed;
     }
     opts.policy.apply(&mut result.findings);
     sort_findings(&mut result.findings);
     result.findings.dedup();
+    suppress::apply_policy(&opts.policy, &mut result.suppressed);
     result
         .notes
         .sort_by(|a, b| a.subject.cmp(&b.subject).then(a.message.cmp(&b.message)));

@@ -1,7 +1,7 @@
 //! Suppression comments `// ctrlaudit: allow(CA202, CA203) reason: …`, read from the text because
 //! syn drops ordinary comments. A suppression covers its own line and the line below it.
 
-use crate::finding::{Finding, Span, Subject};
+use crate::finding::{Finding, Span, Subject, Suppressed};
 
 /// One allow comment.
 #[derive(Debug, Clone)]
@@ -10,6 +10,8 @@ pub struct Suppression {
     pub column: usize,
     pub codes: Vec<String>,
     pub has_reason: bool,
+    /// The text after `reason:`, trimmed: SARIF's justification of each finding this comment suppresses.
+    pub reason: String,
     pub end_column: usize,
 }
 
@@ -63,6 +65,7 @@ pub fn parse(text: &str) -> Vec<Suppression> {
             column: line[..c].chars().count() + 1,
             codes,
             has_reason: !reason.is_empty(),
+            reason: reason.to_string(),
             end_column: line.chars().count() + 1,
         });
     }
@@ -72,23 +75,47 @@ pub fn parse(text: &str) -> Vec<Suppression> {
 /// Removes suppressed findings of one file and returns the CA002 findings for allow comments that
 /// matched nothing or lack a reason.
 pub fn apply(file: &str, sups: &[Suppression], findings: &mut Vec<Finding>) -> Vec<Finding> {
+    apply_keeping(file, sups, findings, &mut Vec::new())
+}
+
+/// [`apply`], keeping each suppressed finding with its comment's reason in `suppressed` (for SARIF).
+pub fn apply_keeping(
+    file: &str,
+    sups: &[Suppression],
+    findings: &mut Vec<Finding>,
+    suppressed: &mut Vec<Suppressed>,
+) -> Vec<Finding> {
     let mut used = vec![false; sups.len()];
-    findings.retain(|f| {
-        let Subject::Source(s) = &f.subject else {
-            return true;
-        };
-        if s.file != file || f.code == "CA002" {
-            return true;
-        }
-        for (i, sup) in sups.iter().enumerate() {
-            let covers = s.line == sup.line || s.line == sup.line + 1;
-            if covers && sup.has_reason && sup.codes.contains(&f.code) {
-                used[i] = true;
-                return false;
+    let mut kept = Vec::with_capacity(findings.len());
+    for f in findings.drain(..) {
+        let by = match &f.subject {
+            Subject::Source(s) if s.file == file && f.code != "CA002" => {
+                sups.iter().enumerate().find(|(_, sup)| {
+                    let covers = s.line == sup.line || s.line == sup.line + 1;
+                    covers && sup.has_reason && sup.codes.contains(&f.code)
+                })
             }
+            _ => None,
+        };
+        match by {
+            Some((i, sup)) => {
+                used[i] = true;
+                suppressed.push(Suppressed {
+                    finding: f,
+                    reason: sup.reason.clone(),
+                    comment: Span {
+                        file: file.to_string(),
+                        line: sup.line,
+                        column: sup.column,
+                        end_line: sup.line,
+                        end_column: sup.end_column,
+                    },
+                });
+            }
+            None => kept.push(f),
         }
-        true
-    });
+    }
+    *findings = kept;
     let mut out = Vec::new();
     for (sup, used) in sups.iter().zip(used) {
         let span = Span {
@@ -123,6 +150,24 @@ pub fn apply(file: &str, sups: &[Suppression], findings: &mut Vec<Finding>) -> V
     out
 }
 
+/// The rule levels of `policy` on suppressed findings, as on reported ones (a rule turned off is not listed as
+/// suppressed either), in the order and without the duplicates of the reported findings.
+pub fn apply_policy(policy: &crate::policy::Policy, suppressed: &mut Vec<Suppressed>) {
+    suppressed.retain_mut(|s| {
+        let mut one = vec![s.finding.clone()];
+        policy.apply(&mut one);
+        match one.pop() {
+            Some(f) => {
+                s.finding = f;
+                true
+            }
+            None => false,
+        }
+    });
+    suppressed.sort_by(|a, b| a.finding.sort_key_cmp(&b.finding));
+    suppressed.dedup();
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -137,6 +182,7 @@ mod tests {
         assert!(s[0].has_reason);
         assert!(!s[1].has_reason);
         assert_eq!(s[1].line, 2);
+        assert_eq!(s[0].reason, "on purpose");
     }
 
     #[test]
