@@ -31,14 +31,15 @@ trap on_signal INT TERM
 ci=0
 case ${CI:-} in true | 1) ci=1 ;; esac
 
-# testenv makes its PKI with openssl and probes readiness with curl; the HTML report tests open the page in
+# testenv makes its PKI with openssl and probes readiness with curl; the Action's SARIF filter is jq (its test
+# runs it); the HTML report tests open the page in
 # headless Chromium (Debian's chromium package; $CHROMIUM or another Chrome on PATH also does): install them
 # where we can.
 have_browser() {
 	[ -n "${CHROMIUM:-}" ] || command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 ||
 		command -v google-chrome >/dev/null 2>&1
 }
-for tool in openssl curl chromium; do
+for tool in openssl curl jq chromium; do
 	if [ "$tool" = chromium ] && have_browser; then
 		continue
 	fi

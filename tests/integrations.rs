@@ -96,3 +96,42 @@ fn the_pre_commit_hook_installs_and_runs_the_binary() {
     }
     parses(&args);
 }
+
+#[test]
+fn the_action_uploads_sarif_without_the_suppressed_findings() {
+    // GitHub code scanning ignores `suppressions[]`: the Action's jq step must drop those results and keep the
+    // others. Run that very step's program on a real SARIF log of a folder with one allowed and other findings.
+    let a = yaml("action.yml");
+    let steps = a["runs"]["steps"].as_sequence().unwrap();
+    let filter = steps
+        .iter()
+        .filter_map(|s| s["run"].as_str())
+        .find(|r| r.starts_with("jq "))
+        .expect("a jq step");
+    let program = filter.split('\'').nth(1).expect("a quoted jq program");
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/scan/CA002-unused-suppression");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_kubectl-ctrlaudit"))
+        .args(["scan", dir.to_str().unwrap(), "-o", "sarif", "--fail-on", "never"])
+        .output()
+        .unwrap();
+    let sarif: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let results = sarif["runs"][0]["results"].as_array().unwrap();
+    let suppressed = results
+        .iter()
+        .filter(|r| r.get("suppressions").is_some())
+        .count();
+    assert!(suppressed > 0 && suppressed < results.len(), "{sarif}");
+    let mut jq = std::process::Command::new("jq")
+        .arg(program)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("jq (test.sh installs it)");
+    std::io::Write::write_all(jq.stdin.as_mut().unwrap(), &o.stdout).unwrap();
+    let out = jq.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let uploaded: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let kept = uploaded["runs"][0]["results"].as_array().unwrap();
+    assert_eq!(kept.len(), results.len() - suppressed);
+    assert!(kept.iter().all(|r| r.get("suppressions").is_none()));
+}
