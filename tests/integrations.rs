@@ -109,9 +109,17 @@ fn the_action_uploads_sarif_without_the_suppressed_findings() {
         .find(|r| r.starts_with("jq "))
         .expect("a jq step");
     let program = filter.split('\'').nth(1).expect("a quoted jq program");
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/scan/CA002-unused-suppression");
+    let dir =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/scan/CA002-unused-suppression");
     let o = std::process::Command::new(env!("CARGO_BIN_EXE_kubectl-ctrlaudit"))
-        .args(["scan", dir.to_str().unwrap(), "-o", "sarif", "--fail-on", "never"])
+        .args([
+            "scan",
+            dir.to_str().unwrap(),
+            "-o",
+            "sarif",
+            "--fail-on",
+            "never",
+        ])
         .output()
         .unwrap();
     let sarif: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
