@@ -102,7 +102,7 @@ fn run_rules(out: &OutputArgs, a: &RulesArgs) -> Outcome {
         }
         None => match out.output {
             Some(Format::Json) => {
-                let all: Vec<_> = RULES.iter().map(rule_json).collect();
+                let all: Vec<_> = RULES.iter().copied().map(rule_json).collect();
                 output::println(&serde_json::to_string_pretty(&all)?)?;
             }
             _ => output::print(&rules_table())?,

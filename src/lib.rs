@@ -2,18 +2,15 @@
 
 pub mod bench;
 pub mod cli;
-pub mod config;
 pub mod connect;
 pub mod demo;
-pub mod duration;
 pub mod endpoint;
 pub mod exit;
 pub mod fetch;
-pub mod finding;
 pub mod live;
 pub mod output;
-pub mod policy;
-pub mod regular_file;
 pub mod report;
-pub mod rules;
 pub mod scan;
+
+// The shared core, at the paths the rest of the crate and its users have always named.
+pub use ctrlaudit_core::{config, duration, finding, policy, regular_file, rules};

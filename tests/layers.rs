@@ -1,6 +1,8 @@
 //! The module graph points down: `main` → `cli` → the lenses (`scan`, `live`, `bench`) → the shared leaves
-//! (report, rules, finding, config, policy, connect, exit, …). Read from the `crate::` paths of every source file,
-//! so a lens that reaches back into `cli`, or into another lens, fails here rather than in review.
+//! (report, connect, exit, …) → ctrlaudit-core (rules, finding, config, policy, …). Read from the `crate::` paths
+//! of every source file, so a lens that reaches back into `cli`, or into another lens, fails here rather than in
+//! review. Between crates the compiler keeps the direction; what it cannot see, which third-party crates each
+//! one pulls in, `cargo tree` shows and the last tests check.
 #![allow(clippy::unwrap_used)]
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -16,18 +18,18 @@ const LAYERS: &[(&str, u8)] = &[
     ("live", 2),
     ("bench", 2),
     ("report", 3),
-    ("policy", 3),
     ("connect", 3),
     ("fetch", 3),
     ("endpoint", 3),
     ("output", 3),
-    ("rules", 4),
-    ("finding", 4),
-    ("config", 4),
     ("exit", 4),
-    ("duration", 4),
-    // Opening what a user's tree holds without blocking on a FIFO or reading past a cap: scan and report read it.
-    ("regular_file", 4),
+    // ctrlaudit-core's modules, re-exported at the root (`pub use ctrlaudit_core::…`): below everything.
+    ("rules", 5),
+    ("finding", 5),
+    ("config", 5),
+    ("policy", 5),
+    ("duration", 5),
+    ("regular_file", 5),
 ];
 const LENSES: [&str; 3] = ["scan", "live", "bench"];
 
@@ -195,4 +197,73 @@ fn the_checker_sees_a_path_up_and_across() {
             .collect::<BTreeSet<_>>()
     );
     assert!(layer("cli") < layer("live") && layer("live") < layer("report"));
+}
+
+/// The crates `package` links: `cargo tree`'s normal dependencies without proc-macros (serde's derive runs syn
+/// at build time; nothing of it is linked).
+fn dependency_names(package: &str) -> BTreeSet<String> {
+    let out = std::process::Command::new(env!("CARGO"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
+            "tree",
+            "--offline",
+            "-e",
+            "normal,no-proc-macro",
+            "--prefix",
+            "none",
+            "--format",
+            "{p}",
+            "-p",
+        ])
+        .arg(package)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn scan_links_no_cluster_client_or_async_runtime() {
+    let deps = dependency_names("ctrlaudit-scan");
+    assert!(deps.contains("syn"), "the checker reads the tree: {deps:?}");
+    for banned in [
+        "tokio",
+        "kube",
+        "kube-client",
+        "k8s-openapi",
+        "hyper",
+        "plotters",
+        "maud",
+    ] {
+        assert!(!deps.contains(banned), "ctrlaudit-scan depends on {banned}");
+    }
+}
+
+#[test]
+fn core_links_no_parser_either() {
+    let deps = dependency_names("ctrlaudit-core");
+    assert!(
+        deps.contains("serde"),
+        "the checker reads the tree: {deps:?}"
+    );
+    for banned in [
+        "tokio",
+        "kube",
+        "kube-client",
+        "hyper",
+        "syn",
+        "proc-macro2",
+        "clap",
+    ] {
+        assert!(!deps.contains(banned), "ctrlaudit-core depends on {banned}");
+    }
 }

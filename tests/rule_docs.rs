@@ -101,10 +101,10 @@ fn bad_examples_fire_and_good_examples_do_not() {
     assert!(checked >= 26, "only {checked} examples checked");
 }
 
-const TABLE_START: &str = "<!-- rules-table:start (generated from src/rules.rs; CTRLAUDIT_BLESS=1 cargo test --test rule_docs rewrites it) -->\n";
+const TABLE_START: &str = "<!-- rules-table:start (generated from crates/ctrlaudit-core/src/rules.rs; CTRLAUDIT_BLESS=1 cargo test --test rule_docs rewrites it) -->\n";
 const TABLE_END: &str = "<!-- rules-table:end -->";
 
-/// README's rule table is the registry's: a rule renamed, re-levelled or given a bench pair in `src/rules.rs`
+/// README's rule table is the registry's: a rule renamed, re-levelled or given a bench pair in `crates/ctrlaudit-core/src/rules.rs`
 /// changes README too (with `CTRLAUDIT_BLESS=1` the test writes the new table instead of failing).
 #[test]
 fn readme_table_is_the_registry() {
@@ -127,6 +127,31 @@ fn readme_table_is_the_registry() {
         return;
     }
     panic!(
-        "README's rule table differs from src/rules.rs; run `CTRLAUDIT_BLESS=1 cargo test --test rule_docs` or paste:\n{want}"
+        "README's rule table differs from crates/ctrlaudit-core/src/rules.rs; run `CTRLAUDIT_BLESS=1 cargo test --test rule_docs` or paste:\n{want}"
     );
+}
+
+/// A newcomer finds where a rule is detected by its name alone: `ca202_volatile_value_written_every_reconcile.rs`
+/// under each lens that has it (scan's tool rules CA001 and CA002 come from the pipeline, not a detector).
+#[test]
+fn every_rule_has_a_detector_file_named_after_it_in_each_lens() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    for r in RULES {
+        let file = format!("{}_{}.rs", r.code.to_lowercase(), r.name.replace('-', "_"));
+        for (lens, dir) in [
+            (Lens::Scan, "crates/ctrlaudit-scan/src/rules"),
+            (Lens::Live, "src/live/detectors"),
+        ] {
+            if !r.has_lens(lens) || r.origin == "tool" {
+                continue;
+            }
+            let path = root.join(dir).join(&file);
+            assert!(
+                path.is_file(),
+                "{} has no detector at {}",
+                r.code,
+                path.display()
+            );
+        }
+    }
 }

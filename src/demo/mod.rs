@@ -28,7 +28,7 @@ use crate::report::{Format, Note, OutputArgs};
 use control_plane::ControlPlane;
 
 /// The rule the demo shows: the loop that no other tool names, found live and priced by bench.
-const RULE: &str = "CA202";
+const RULE: &str = crate::rules::CA202.code;
 
 #[derive(Debug, Args)]
 pub struct DemoArgs {

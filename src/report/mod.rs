@@ -99,12 +99,7 @@ impl FromStr for Format {
     }
 }
 
-/// Something that could not be looked at (a skipped file, an unobservable evidence source): always shown.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
-pub struct Note {
-    pub subject: String,
-    pub message: String,
-}
+pub use ctrlaudit_core::note::Note;
 
 // ANSI styles of the text formats.
 const RED: &str = "\x1b[31m";

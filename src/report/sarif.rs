@@ -59,7 +59,7 @@ pub fn render(report: &Report<'_>) -> anyhow::Result<String> {
         .version(env!("CARGO_PKG_VERSION"))
         .semantic_version(env!("CARGO_PKG_VERSION"))
         .information_uri(rules::REPOSITORY_URL)
-        .rules(RULES.iter().map(descriptor).collect::<Vec<_>>())
+        .rules(RULES.iter().copied().map(descriptor).collect::<Vec<_>>())
         .build();
     let invocation = Invocation::builder()
         .execution_successful(true)

@@ -248,9 +248,9 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
         }
         let is_inferred = inferred.is_some();
         ev.extend(inferred.into_iter().flat_map(|i| i.evidence));
-        let mut f = finding("CA101", subject, message, ev);
+        let mut f = finding(&crate::rules::CA101, subject, message, ev);
         // What rests on inference alone is a warning: a linter that cries wolf at error level gets switched off.
-        if is_inferred && let Some(f) = f.as_mut() {
+        if is_inferred {
             f.severity = f.severity.min(Severity::Warning);
         }
         // Every one of them is without its status, the most written first.
@@ -258,7 +258,7 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
             .iter()
             .map(|o| (o.name.clone(), f64::from(o.writes.main), o.writes.main))
             .collect();
-        out.extend(on_objects(f, (&group, &kind, ns.as_deref()), &hits));
+        out.push(on_objects(f, (&group, &kind, ns.as_deref()), &hits));
     }
 
     // Audit-only: types the watch did not cover (offline analysis).
@@ -278,8 +278,8 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
                 kind_of(s, &group, &resource),
             );
             let secs = s.audit.as_ref().map_or(0.0, |a| a.secs());
-            out.extend(finding(
-                "CA101",
+            out.push(finding(
+                &crate::rules::CA101,
                 identity_subject(id),
                 message,
                 vec![

@@ -84,8 +84,8 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
             .iter()
             .map(|(o, _, secs)| (o.name.clone(), *secs, 0))
             .collect();
-        out.extend(on_objects(
-            finding("CA102", subject, message, ev),
+        out.push(on_objects(
+            finding(&crate::rules::CA102, subject, message, ev),
             (&group, &kind, ns.as_deref()),
             &hits,
         ));

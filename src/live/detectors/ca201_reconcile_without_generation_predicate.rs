@@ -85,8 +85,8 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
                 where_label(&plural, ns.as_deref()),
             );
             let subject = with_identity(manager_subject(manager), audit_ids.get(manager));
-            out.extend(finding(
-                "CA201",
+            out.push(finding(
+                &crate::rules::CA201,
                 subject,
                 message,
                 evidence(&hits, rate, s.window.secs()),
@@ -152,8 +152,8 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
                 hits.len(),
                 where_label(&resource, ns.as_deref()),
             );
-            out.extend(finding(
-                "CA201",
+            out.push(finding(
+                &crate::rules::CA201,
                 super::identity_subject(&id),
                 message,
                 evidence(&hits, rate, a.secs()),
@@ -204,8 +204,8 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
                  writes that change no spec, i.e. there is no generation predicate",
                 controller.map_or_else(|| src.name.clone(), |c| format!("controller `{c}`")),
             );
-            out.extend(finding(
-                "CA201",
+            out.push(finding(
+                &crate::rules::CA201,
                 metrics_subject(src, controller.map(String::as_str)),
                 message,
                 vec![

@@ -94,13 +94,13 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
                 where_label(&plural, ns.as_deref()),
             );
             let f = finding(
-                "CA202",
+                &crate::rules::CA202,
                 subject,
                 message,
                 evidence(&hits, rate, s.window.secs()),
             );
             // Named by manager, the finding still has a type and namespace: Events go on these objects.
-            out.extend(on_objects(f, (&group, &kind, ns.as_deref()), &hits));
+            out.push(on_objects(f, (&group, &kind, ns.as_deref()), &hits));
         }
     }
 
@@ -119,8 +119,8 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
                 kind_of(s, &group, &resource),
                 identity_subject(&identity).label(),
             );
-            out.extend(finding(
-                "CA202",
+            out.push(finding(
+                &crate::rules::CA202,
                 identity_subject(&identity),
                 message,
                 evidence(&hits, rate, a.secs()),

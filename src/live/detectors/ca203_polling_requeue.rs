@@ -75,8 +75,8 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
             if let Some(p) = period {
                 ev.push(value("period per object", p, "s"));
             }
-            out.extend(finding(
-                "CA203",
+            out.push(finding(
+                &crate::rules::CA203,
                 metrics_subject(src, controller.map(String::as_str)),
                 message,
                 ev,

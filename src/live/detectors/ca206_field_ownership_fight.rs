@@ -52,12 +52,12 @@ pub fn detect(s: &Snapshot, _cfg: &Config) -> Vec<Finding> {
                 rate,
             );
             let f = finding(
-                "CA206",
+                &crate::rules::CA206,
                 type_subject(&group, &kind, ns.as_deref()),
                 message,
                 evidence(&hits, rate, s.window.secs()),
             );
-            out.extend(on_objects(f, (&group, &kind, ns.as_deref()), &hits));
+            out.push(on_objects(f, (&group, &kind, ns.as_deref()), &hits));
         }
     }
     out

@@ -88,8 +88,8 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
                 conflicts / secs.max(1.0),
                 pct(limit),
             );
-            out.extend(finding(
-                "CA301",
+            out.push(finding(
+                &crate::rules::CA301,
                 type_subject(&group, &kind_of(s, &group, &resource), None),
                 message,
                 evidence(conflicts, writes, secs),
@@ -117,8 +117,8 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
             conflicts / secs.max(1.0),
             pct(limit),
         );
-        out.extend(finding(
-            "CA301",
+        out.push(finding(
+            &crate::rules::CA301,
             metrics_subject(src, None),
             message,
             evidence(conflicts, writes, secs),
@@ -164,8 +164,8 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
                     .map_or_else(String::new, |n| format!(" in {n}")),
                 pct(limit),
             );
-            out.extend(finding(
-                "CA301",
+            out.push(finding(
+                &crate::rules::CA301,
                 identity_subject(&id),
                 message,
                 evidence(conflicts, writes, secs),

@@ -82,8 +82,8 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
             if let Some(l) = &load {
                 ev.push(value("API server write rate", l.writes_per_sec, "writes/s"));
             }
-            out.extend(finding(
-                "CA302",
+            out.push(finding(
+                &crate::rules::CA302,
                 metrics_subject(src, controller.map(String::as_str)),
                 message,
                 ev,

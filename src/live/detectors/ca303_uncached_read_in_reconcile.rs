@@ -50,8 +50,8 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
                  besides this tool's own list: some client lists instead of reading its watch cache (API server \
                  counters carry no client; an audit log names it)"
             );
-            out.extend(finding(
-                "CA303",
+            out.push(finding(
+                &crate::rules::CA303,
                 type_subject(&group, &kind_of(s, &group, &plural), None),
                 message,
                 vec![
@@ -79,8 +79,8 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
              ({:.1} per reconcile): it reads from the API server where its reflector store has the object",
             gets / reconciles
         );
-        out.extend(finding(
-            "CA303",
+        out.push(finding(
+            &crate::rules::CA303,
             metrics_subject(src, None),
             message,
             vec![
@@ -138,8 +138,8 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
                 kind_of(s, &group, &resource),
                 a.secs(),
             );
-            out.extend(finding(
-                "CA303",
+            out.push(finding(
+                &crate::rules::CA303,
                 identity_subject(&id),
                 message,
                 vec![

@@ -66,8 +66,8 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
             "this controller runs {count} work queues {how} (e.g. `{example}`): one controller per tenant; \
              memory, goroutines/tasks and watches grow with the tenants (kcp: 9.8 → 3.1 MiB per workspace once shared)"
         );
-        out.extend(finding(
-            "CA401",
+        out.push(finding(
+            &crate::rules::CA401,
             metrics_subject(src, None),
             message,
             vec![
@@ -102,8 +102,8 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
                 nss.len(),
                 nss.iter().take(3).copied().collect::<Vec<_>>().join(", "),
             );
-            out.extend(finding(
-                "CA401",
+            out.push(finding(
+                &crate::rules::CA401,
                 identity_subject(&id),
                 message,
                 vec![

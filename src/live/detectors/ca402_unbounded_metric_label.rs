@@ -104,7 +104,12 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
                     "values",
                 ));
             }
-            out.extend(finding("CA402", metrics_subject(src, None), message, ev));
+            out.push(finding(
+                &crate::rules::CA402,
+                metrics_subject(src, None),
+                message,
+                ev,
+            ));
         }
     }
     out

@@ -132,7 +132,10 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
     if load.throttled > 0.0 {
         ev.push(value("throttled", load.throttled, "requests"));
     }
-    finding("CA403", type_subject("", "apiserver", None), message, ev)
-        .into_iter()
-        .collect()
+    vec![finding(
+        &crate::rules::CA403,
+        type_subject("", "apiserver", None),
+        message,
+        ev,
+    )]
 }

@@ -17,6 +17,7 @@ pub mod ca403_write_rate_near_apiserver_ceiling;
 use crate::config::Config;
 use crate::finding::{Evidence, Finding, Lens, Subject, sort_findings};
 use crate::live::snapshot::{Identity, MetricSource, ObjectRecord, Snapshot, SourceKind};
+use crate::rules::Rule;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -25,24 +26,48 @@ pub type Detector = fn(&Snapshot, &Config) -> Vec<Finding>;
 
 /// Every live detector, by rule code.
 pub const DETECTORS: &[(&str, Detector)] = &[
-    ("CA101", ca101_status_written_through_main_resource::detect),
-    ("CA102", ca102_convergence_lag::detect),
     (
-        "CA201",
+        crate::rules::CA101.code,
+        ca101_status_written_through_main_resource::detect,
+    ),
+    (crate::rules::CA102.code, ca102_convergence_lag::detect),
+    (
+        crate::rules::CA201.code,
         ca201_reconcile_without_generation_predicate::detect,
     ),
     (
-        "CA202",
+        crate::rules::CA202.code,
         ca202_volatile_value_written_every_reconcile::detect,
     ),
-    ("CA203", ca203_polling_requeue::detect),
-    ("CA206", ca206_field_ownership_fight::detect),
-    ("CA301", ca301_replace_without_conflict_handling::detect),
-    ("CA302", ca302_unbounded_reconcile_concurrency::detect),
-    ("CA303", ca303_uncached_read_in_reconcile::detect),
-    ("CA401", ca401_controller_per_tenant::detect),
-    ("CA402", ca402_unbounded_metric_label::detect),
-    ("CA403", ca403_write_rate_near_apiserver_ceiling::detect),
+    (crate::rules::CA203.code, ca203_polling_requeue::detect),
+    (
+        crate::rules::CA206.code,
+        ca206_field_ownership_fight::detect,
+    ),
+    (
+        crate::rules::CA301.code,
+        ca301_replace_without_conflict_handling::detect,
+    ),
+    (
+        crate::rules::CA302.code,
+        ca302_unbounded_reconcile_concurrency::detect,
+    ),
+    (
+        crate::rules::CA303.code,
+        ca303_uncached_read_in_reconcile::detect,
+    ),
+    (
+        crate::rules::CA401.code,
+        ca401_controller_per_tenant::detect,
+    ),
+    (
+        crate::rules::CA402.code,
+        ca402_unbounded_metric_label::detect,
+    ),
+    (
+        crate::rules::CA403.code,
+        ca403_write_rate_near_apiserver_ceiling::detect,
+    ),
 ];
 
 /// Runs every detector; findings at their rules' default levels (see [`crate::policy`]), in the one
@@ -56,15 +81,14 @@ pub fn run_all(snapshot: &Snapshot, cfg: &Config) -> Vec<Finding> {
     out
 }
 
-/// A finding of `code` at the rule's default severity (the policy step sets the configured one), with the
-/// bench help line. `None` only for a code that is not in the registry.
+/// A finding of `rule` at its default severity (the policy step sets the configured one), with the
+/// bench help line.
 pub(crate) fn finding(
-    code: &str,
+    rule: &'static Rule,
     subject: Subject,
     message: String,
     evidence: Vec<Evidence>,
-) -> Option<Finding> {
-    let rule = crate::rules::find(code)?;
+) -> Finding {
     let severity = rule.default_severity;
     let help = if rule.bench_pair.is_some() {
         format!(
@@ -74,7 +98,7 @@ pub(crate) fn finding(
     } else {
         format!("details: kubectl ctrlaudit rules {}", rule.code)
     };
-    Some(Finding {
+    Finding {
         code: rule.code.to_string(),
         severity,
         lens: Lens::Live,
@@ -83,7 +107,7 @@ pub(crate) fn finding(
         evidence,
         help,
         objects: Vec::new(),
-    })
+    }
 }
 
 /// Objects with a rate per minute: (name, rate, count).
@@ -127,23 +151,21 @@ pub(crate) fn per_object_evidence(
 /// Names `hits`' objects (name, rate, count) of one type and namespace on the finding, the highest rate first
 /// (see [`Finding::objects`]).
 pub(crate) fn on_objects(
-    f: Option<Finding>,
+    mut f: Finding,
     (group, kind, ns): (&str, &str, Option<&str>),
     hits: &[(String, f64, u32)],
-) -> Option<Finding> {
-    f.map(|mut f| {
-        f.objects = by_rate(hits)
-            .into_iter()
-            .take(crate::finding::MAX_OBJECTS)
-            .map(|h| crate::finding::ObjectRef {
-                group: group.to_string(),
-                kind: kind.to_string(),
-                namespace: ns.map(str::to_string),
-                name: h.0.clone(),
-            })
-            .collect();
-        f
-    })
+) -> Finding {
+    f.objects = by_rate(hits)
+        .into_iter()
+        .take(crate::finding::MAX_OBJECTS)
+        .map(|h| crate::finding::ObjectRef {
+            group: group.to_string(),
+            kind: kind.to_string(),
+            namespace: ns.map(str::to_string),
+            name: h.0.clone(),
+        })
+        .collect();
+    f
 }
 
 pub(crate) fn value(name: impl Into<String>, value: f64, unit: &str) -> Evidence {

@@ -1,0 +1,47 @@
+//! CA101: status sent with `patch`/`replace` of the main resource of a kind with the status
+//! subresource. The API server answers 200 and drops the status part. Not when the same function also writes
+//! the status through the subresource (nothing is lost).
+
+use super::{Ctx, finding};
+use crate::finding::Finding;
+
+pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
+    for id in cx.unit.all_fns() {
+        for call in cx.unit.api_calls(id) {
+            if !call.body_has_status || !matches!(call.method.as_str(), "patch" | "replace") {
+                continue;
+            }
+            let Some(kind) = &call.kind else { continue };
+            if cx.unit.kind_has_status(kind, id.0) != Some(true) {
+                continue;
+            }
+            // The same function also writes the kind's `/status`: the dropped copy loses nothing.
+            let writes_status_too = cx.unit.api_calls(id).any(|c| {
+                matches!(c.method.as_str(), "patch_status" | "replace_status")
+                    && c.kind.as_deref() == Some(kind.as_str())
+            });
+            if writes_status_too {
+                continue;
+            }
+            let status_method = if call.method == "patch" {
+                "patch_status"
+            } else {
+                "replace_status"
+            };
+            let mut f = finding(
+                &crate::registry::CA101,
+                call.span.clone(),
+                format!(
+                    "`{}` sends `status` to the main resource of `{kind}`, which has the status subresource: the API server answers 200 and drops it",
+                    call.text
+                ),
+                format!(
+                    "write status with `{status_method}` (the `/status` subresource); keep spec and metadata in `{}`",
+                    call.method
+                ),
+            );
+            f.evidence = cx.call_path(id);
+            out.push(f);
+        }
+    }
+}

@@ -1,0 +1,126 @@
+//! CA201: a Controller whose main stream has no generation predicate, for a kind it also writes:
+//! every status, annotation or finalizer write comes back as a watch event and another reconcile.
+
+use super::{Ctx, finding};
+use crate::finding::{Evidence, Finding};
+use crate::unit::NO_GENERATION;
+
+pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
+    for (fi, file) in cx.unit.files.iter().enumerate() {
+        for c in &file.controllers {
+            if c.has_predicate {
+                finalizer_hidden(cx, fi, c, out);
+                continue;
+            }
+            let Some(kind) = controlled_kind(cx, fi, c) else {
+                continue;
+            };
+            if NO_GENERATION.contains(&kind.as_str()) {
+                continue;
+            }
+            // A framework's Controller over a type parameter (`Controller<K>`): the user's reconcile, which this
+            // crate cannot see, does the writing; what the framework adds of its own to every pass is a status
+            // write. Its metadata patches (adding a finalizer) happen once per object.
+            let generic = is_type_parameter(&kind);
+            // Does the crate write this kind (status, metadata, spec, finalizers)?
+            // Point at a write this controller's reconcile reaches, if there is one.
+            // The crate's own thin wrappers (`common::patch_status(&api, ..)` over `Api<K>`) write the kind of the
+            // `Api` they are handed.
+            let writes_kind = |id: crate::unit::FnId| {
+                cx.unit
+                    .api_calls(id)
+                    .chain(cx.unit.wrapper_calls(id))
+                    .find(|a| {
+                        let counted = if generic {
+                            a.is_status_write()
+                        } else {
+                            matches!(
+                                a.method.as_str(),
+                                "patch"
+                                    | "patch_status"
+                                    | "patch_metadata"
+                                    | "replace"
+                                    | "replace_status"
+                                    | "commit"
+                            )
+                        };
+                        counted && a.kind.as_deref() == Some(kind.as_str())
+                    })
+            };
+            let write = cx.reach.keys().find_map(|id| writes_kind(*id)).or_else(|| {
+                if generic {
+                    None
+                } else {
+                    cx.unit.all_fns().find_map(writes_kind)
+                }
+            });
+            // A finalizer alone writes the object twice in its life (add, remove): not a reconcile loop.
+            let Some(write) = write else {
+                continue;
+            };
+            let mut f = finding(
+                &crate::registry::CA201,
+                c.span.clone(),
+                format!(
+                    "Controller for `{kind}` has no generation predicate: `{}` comes back as a watch event and triggers another reconcile",
+                    write.text
+                ),
+                "filter the main stream: `Controller::for_stream(watcher(api, cfg).default_backoff().reflect(w).applied_objects().predicate_filter(predicates::generation), reader)` (with finalizers: `generation.combine(finalizers)`)",
+            );
+            f.evidence.push(Evidence::Related {
+                span: write.span.clone(),
+                note: "this write re-triggers the controller".into(),
+            });
+            out.push(f);
+        }
+    }
+}
+
+/// `K`, `R`, `RESOURCE`: a generic parameter (kinds are CamelCase), not a kind.
+fn is_type_parameter(kind: &str) -> bool {
+    kind.chars()
+        .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+}
+
+/// The kind a controller reconciles: from its Api, or else from the object the reconcile it runs takes.
+fn controlled_kind(cx: &Ctx<'_>, fi: usize, c: &crate::model::ControllerModel) -> Option<String> {
+    c.kind.clone().or_else(|| {
+        c.run
+            .as_ref()
+            .and_then(|r| r.reconcile.as_ref())
+            .map(|n| cx.unit.resolve(n, fi))
+            .unwrap_or_default()
+            .iter()
+            .find_map(|id| cx.unit.func(*id).object_kind.clone())
+    })
+}
+
+/// A generation-only predicate with `finalizer()`: the update that adds the finalizer bumps no
+/// generation, so the reconcile that should follow it never comes (kube-rs-facts: combine them).
+fn finalizer_hidden(
+    cx: &Ctx<'_>,
+    fi: usize,
+    c: &crate::model::ControllerModel,
+    out: &mut Vec<Finding>,
+) {
+    if !c.hides_finalizers {
+        return;
+    }
+    let kind = controlled_kind(cx, fi, c);
+    let uses_finalizer = cx.unit.all_fns().any(|id| {
+        let f = cx.unit.func(id);
+        f.uses_finalizer && cx.reach.contains_key(&id) && f.object_kind == kind
+    });
+    if !uses_finalizer {
+        return;
+    }
+    let kind = kind.map(|k| format!(" for `{k}`")).unwrap_or_default();
+    out.push(finding(
+        &crate::registry::CA201,
+        c.span.clone(),
+        format!(
+            "Controller{kind} filters with a generation-only predicate but its reconcile uses `finalizer()`: adding the finalizer bumps no generation, so that update is filtered out"
+        ),
+        "combine the predicates: `predicate_filter(predicates::generation.combine(predicates::finalizers), Default::default())`",
+    ));
+}

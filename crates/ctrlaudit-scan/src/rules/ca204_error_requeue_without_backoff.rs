@@ -1,0 +1,55 @@
+//! CA204: an error_policy whose every return is one constant short requeue. kube-rs has no
+//! per-object error backoff, so a failing object retries at that fixed rate forever.
+
+use super::{Ctx, finding, secs_text};
+use crate::finding::Finding;
+use crate::model::Requeue;
+
+pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
+    let mut policies: Vec<_> = cx.policies.iter().copied().collect();
+    policies.sort();
+    for id in policies {
+        let func = cx.unit.func(id);
+        judge(cx, &func.name, &func.returns, id.0, out);
+    }
+    for (fi, file) in cx.unit.files.iter().enumerate() {
+        for c in &file.controllers {
+            if let Some(run) = &c.run {
+                judge(cx, "the inline error_policy", &run.inline_policy, fi, out);
+            }
+        }
+    }
+}
+
+fn judge(
+    cx: &Ctx<'_>,
+    name: &str,
+    returns: &[Option<Requeue>],
+    file: usize,
+    out: &mut Vec<Finding>,
+) {
+    let limit = cx.unit.config.thresholds.error_requeue_secs;
+    if returns.is_empty() {
+        return;
+    }
+    let all_short_const = returns.iter().all(|r| {
+        r.as_ref()
+            .and_then(|r| cx.unit.requeue_secs(r, file))
+            .is_some_and(|s| s < limit)
+    });
+    if !all_short_const {
+        return;
+    }
+    for r in returns.iter().flatten() {
+        let secs = cx.unit.requeue_secs(r, file).unwrap_or_default();
+        out.push(finding(
+            &crate::registry::CA204,
+            r.span.clone(),
+            format!(
+                "`{name}` always requeues failed objects after {}: no backoff, a persistent error retries at a fixed rate",
+                secs_text(secs)
+            ),
+            "back off per object: count failures in the context (keyed by ObjectRef) and requeue after min(base * 2^n, cap)",
+        ));
+    }
+}

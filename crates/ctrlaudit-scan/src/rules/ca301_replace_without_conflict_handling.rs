@@ -1,0 +1,47 @@
+//! CA301: a `replace`/`replace_status`/`entry().commit()` (a PUT that carries resourceVersion)
+//! whose error is propagated with no 409 handling: concurrent writers turn into failed reconciles.
+
+use super::{Ctx, finding};
+use crate::finding::Finding;
+
+pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
+    for id in cx.unit.all_fns() {
+        let func = cx.unit.func(id);
+        if func.handles_conflict || func.clears_resource_version {
+            continue;
+        }
+        for call in cx.unit.api_calls(id) {
+            if !matches!(
+                call.method.as_str(),
+                "replace" | "replace_status" | "commit"
+            ) {
+                continue;
+            }
+            if !call.propagated || call.in_retry {
+                continue;
+            }
+            // Propagated to callers that all tell 409 apart or call it again in a loop (a lease renewal retried
+            // on the next tick until its deadline): handled, one level up.
+            let callers = cx.unit.callers(id);
+            let handled_above = |c: &crate::unit::FnId| {
+                let f = cx.unit.func(*c);
+                f.handles_conflict
+                    || f.loop_calls
+                        .iter()
+                        .any(|n| n.rsplit("::").next() == Some(func.name.as_str()))
+            };
+            if !callers.is_empty() && callers.iter().all(handled_above) {
+                continue;
+            }
+            out.push(finding(
+                &crate::registry::CA301,
+                call.span.clone(),
+                format!(
+                    "`{}` sends a stale resourceVersion when another writer got there first, and the 409 Conflict is propagated",
+                    call.text
+                ),
+                "use a merge patch or server-side apply (`patch_status` with `Patch::Merge`/`Patch::Apply`), or retry on 409 with a fresh get",
+            ));
+        }
+    }
+}

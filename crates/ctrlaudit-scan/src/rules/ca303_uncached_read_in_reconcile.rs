@@ -1,0 +1,57 @@
+//! CA303: an API get/list reachable from reconcile. Each reconcile pays a round trip (a LIST is
+//! the most expensive request the API server serves) for data a reflector Store already has. Reads on an error
+//! path or right after this reconcile's own change, on a branch, are not "every reconcile".
+
+use super::{Ctx, finding};
+use crate::finding::{Finding, Severity};
+
+pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
+    for (&id, _) in cx.reach.iter() {
+        // Reached only when something failed, or never: not every reconcile.
+        if cx.error_only.contains(&id) || cx.unit.is_dead(id) {
+            continue;
+        }
+        let func = cx.unit.func(id);
+        for call in cx.unit.api_calls(id) {
+            if !call.is_read() {
+                continue;
+            }
+            // A re-read inside a conflict retry loop is how conflicts are handled, not a cache miss.
+            if call.in_retry && func.handles_conflict {
+                continue;
+            }
+            // Not every reconcile: a read on an error path (create → 409 → get, a fallback after a failure), or a
+            // read-your-write on the branch that just changed something.
+            if call.on_error || call.after_change_on_branch {
+                continue;
+            }
+            // A creation or state-transition step (read, then create or move the object to its next phase) runs
+            // until its write lands, not on every pass.
+            if call.then_writes_on_branch || !cx.routine.contains(&id) {
+                continue;
+            }
+            let kind = call
+                .kind
+                .as_deref()
+                .map(|k| format!(" of `{k}`"))
+                .unwrap_or_default();
+            let is_list = call.method.starts_with("list");
+            let mut f = finding(
+                &crate::registry::CA303,
+                call.span.clone(),
+                format!(
+                    "`{}`{kind} is an uncached {} on every reconcile{}",
+                    call.text,
+                    if is_list { "LIST" } else { "GET" },
+                    cx.via(id)
+                ),
+                "read from a reflector `Store` filled at start-up (`reflector(writer, watcher(api, cfg))`, then `store.get(&ObjectRef)`/`state()`), or `.owns`/`.watches` the kind",
+            );
+            if !is_list {
+                f.severity = Severity::Info;
+            }
+            f.evidence = cx.call_path(id);
+            out.push(f);
+        }
+    }
+}

@@ -1,0 +1,480 @@
+//! The crate-level join: files of one crate (a unit) seen together, so that a reconcile in one
+//! file, the CRD type in another and a helper in a third are judged as one controller.
+
+mod api_calls;
+mod dead_code;
+mod reach;
+mod values;
+
+use super::model::{ApiCall, FileModel, FnModel, Requeue};
+use crate::config::Config;
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+/// See [`Unit::resolve_method`].
+const MAX_METHOD_TARGETS: usize = 2;
+
+/// Built-in kinds whose API has a status subresource (status written through the main resource is dropped).
+pub const BUILTIN_WITH_STATUS: &[&str] = &[
+    "Deployment",
+    "StatefulSet",
+    "DaemonSet",
+    "ReplicaSet",
+    "Pod",
+    "Job",
+    "CronJob",
+    "Service",
+    "Node",
+    "Namespace",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "HorizontalPodAutoscaler",
+    "Ingress",
+    "PodDisruptionBudget",
+    "CertificateSigningRequest",
+    "CustomResourceDefinition",
+    "APIService",
+    "ResourceQuota",
+    "ReplicationController",
+    "NetworkPolicy",
+];
+
+/// Kinds without `metadata.generation`: a generation predicate filters nothing there.
+pub const NO_GENERATION: &[&str] = &[
+    "ConfigMap",
+    "Secret",
+    "ServiceAccount",
+    "Endpoints",
+    "Event",
+    "Lease",
+    "Namespace",
+    "Node",
+];
+
+/// A function in the unit: (file index, function index).
+pub type FnId = (usize, usize);
+
+/// One crate's file models, joined.
+#[derive(Debug)]
+pub struct Unit<'m> {
+    pub files: Vec<&'m FileModel>,
+    /// Kinds declared by CRD YAML in the unit, with whether they have the status subresource.
+    pub yaml_kinds: HashMap<String, bool>,
+    pub config: &'m Config,
+    by_name: HashMap<&'m str, Vec<FnId>>,
+    /// Functions of `impl` blocks by name: where a method call on a non-`self` receiver may land.
+    by_method: HashMap<&'m str, Vec<FnId>>,
+    /// Every file's consts, for durations that name a const of another file.
+    consts: HashMap<String, f64>,
+    /// Calls of dependencies' thin wrappers, read as the API call each wraps (see [`Self::api_calls`]).
+    wrapped: HashMap<FnId, Vec<ApiCall>>,
+    /// Calls of the crate's own thin wrappers, likewise (see [`Self::wrapper_calls`]).
+    wrapped_local: HashMap<FnId, Vec<ApiCall>>,
+    /// Variants a function never sees: every call of it is a catch-all arm of a caller that took them before
+    /// (see `FnModel::dispatches`).
+    dead_variants: HashMap<FnId, HashSet<String>>,
+    /// Functions only called from arms that can never run (see `dead_variants`).
+    dead_fns: HashSet<FnId>,
+    /// Calls on what a function returns that the join found to be an `Api` (see `ApiCall::via_producer`), with
+    /// its kind.
+    confirmed: HashMap<FnId, Vec<ApiCall>>,
+}
+
+impl<'m> Unit<'m> {
+    pub fn new(
+        files: Vec<&'m FileModel>,
+        yaml_kinds: HashMap<String, bool>,
+        config: &'m Config,
+    ) -> Self {
+        let mut by_name: HashMap<&str, Vec<FnId>> = HashMap::new();
+        let mut by_method: HashMap<&str, Vec<FnId>> = HashMap::new();
+        let consts = files
+            .iter()
+            .flat_map(|f| f.consts.iter().cloned())
+            .collect();
+        for (fi, f) in files.iter().enumerate() {
+            for (ni, func) in f.fns.iter().enumerate() {
+                by_name
+                    .entry(func.name.as_str())
+                    .or_default()
+                    .push((fi, ni));
+                if func.self_ty.is_some() {
+                    by_method
+                        .entry(func.name.as_str())
+                        .or_default()
+                        .push((fi, ni));
+                }
+            }
+        }
+        let mut unit = Self {
+            files,
+            yaml_kinds,
+            config,
+            by_name,
+            by_method,
+            consts,
+            wrapped: HashMap::new(),
+            wrapped_local: HashMap::new(),
+            confirmed: HashMap::new(),
+            dead_variants: HashMap::new(),
+            dead_fns: HashSet::new(),
+        };
+        unit.dead_variants = unit.dispatched_away();
+        unit.dead_fns = unit.only_called_from_dead_arms();
+        unit.confirmed = unit.confirmed_calls();
+        unit.wrapped = unit.wrapped_calls(true);
+        unit.wrapped_local = unit.wrapped_calls(false);
+        unit
+    }
+
+    pub fn func(&self, id: FnId) -> &'m FnModel {
+        &self.files[id.0].fns[id.1]
+    }
+
+    /// A requeue's duration in seconds, with the crate's consts for what one file could not evaluate, and through
+    /// the function that builds it when it is a call (`from_file` is where the requeue is).
+    pub fn requeue_secs(&self, r: &Requeue, from_file: usize) -> Option<f64> {
+        self.requeue_secs_within(r, from_file, 0)
+    }
+
+    /// An upper bound of a requeue's duration when it is computed but capped (`left.min(RETRY)`), with the
+    /// crate's consts.
+    pub fn requeue_at_most(&self, r: &Requeue) -> Option<f64> {
+        let e: syn::Expr = syn::parse_str(r.unresolved.as_deref()?).ok()?;
+        crate::eval::duration_at_most(&e, &self.consts)
+    }
+
+    /// The duration is chosen by a condition (`from_secs(if converged { 300 } else { 10 })`): its shortest value
+    /// holds only while that condition says so.
+    pub fn requeue_is_chosen(&self, r: &Requeue) -> bool {
+        struct HasIf(bool);
+        impl syn::visit::Visit<'_> for HasIf {
+            fn visit_expr_if(&mut self, _: &syn::ExprIf) {
+                self.0 = true;
+            }
+        }
+        let Some(e) = r
+            .unresolved
+            .as_deref()
+            .and_then(|t| syn::parse_str::<syn::Expr>(t).ok())
+        else {
+            return false;
+        };
+        let mut v = HasIf(false);
+        syn::visit::Visit::visit_expr(&mut v, &e);
+        v.0
+    }
+
+    fn requeue_secs_within(&self, r: &Requeue, from_file: usize, depth: usize) -> Option<f64> {
+        self.requeue_secs_with(r, from_file, depth, &|_| None)
+    }
+
+    /// `args` gives the enclosing helper's parameters their arguments at the call being followed.
+    fn requeue_secs_with(
+        &self,
+        r: &Requeue,
+        from_file: usize,
+        depth: usize,
+        args: &dyn Fn(&str) -> Option<syn::Expr>,
+    ) -> Option<f64> {
+        if let Some(via) = &r.via {
+            // A builder of Actions (no API call, not async: `requeue::short_retry()`, `after_secs(5)`) whose every
+            // return is the same constant requeue; helpers of helpers, a few deep. A reconcile step that returns an
+            // Action is judged where its own requeues are.
+            let [target] = self.resolve(via, from_file)[..] else {
+                return None;
+            };
+            let f = self.func(target);
+            if depth > 3
+                || !f.returns_action
+                || f.is_async
+                || !f.api_calls.is_empty()
+                || f.returns.is_empty()
+            {
+                return None;
+            }
+            let passed: Vec<Option<syn::Expr>> = r
+                .via_args
+                .iter()
+                .map(|a| syn::parse_str::<syn::Expr>(a).ok())
+                .collect();
+            let bind = |name: &str| {
+                let i = f.params.iter().position(|p| p == name)?;
+                let e = passed.get(i)?.clone()?;
+                // A caller's own parameter passed on: what the caller was given.
+                match &e {
+                    syn::Expr::Path(p) if p.path.get_ident().is_some() => {
+                        args(&p.path.segments[0].ident.to_string()).or(Some(e))
+                    }
+                    _ => Some(e),
+                }
+            };
+            let mut secs = f.returns.iter().map(|ret| {
+                ret.as_ref()
+                    .and_then(|ret| self.requeue_secs_with(ret, target.0, depth + 1, &bind))
+            });
+            let first = secs.next().flatten()?;
+            return secs.all(|s| s == Some(first)).then_some(first);
+        }
+        r.secs.or_else(|| {
+            let e: syn::Expr = syn::parse_str(r.unresolved.as_deref()?).ok()?;
+            crate::eval::duration_secs(&e, &self.consts, args)
+                .or_else(|| self.duration_or_default(&e, from_file))
+        })
+    }
+
+    /// Is `file` (a span's file) one of the dependencies' files?
+    pub fn is_library_file(&self, file: &str) -> bool {
+        self.files.iter().any(|f| f.library && f.path == file)
+    }
+
+    /// Resolves a called name from a file: same file first, then unique in the unit.
+    pub fn resolve(&self, name: &str, from_file: usize) -> Vec<FnId> {
+        // `module::f`: the `f` of the file that module is, when the crate has several.
+        if let Some(("super", f)) = name.rsplit_once("::") {
+            return self.resolve_in_parent(f, from_file);
+        }
+        if let Some((module, f)) = name.rsplit_once("::") {
+            let module = module.rsplit("::").next().unwrap_or(module);
+            // `Status::transition_now`: a type's associated function, of that type when the unit has it.
+            if module.starts_with(|c: char| c.is_ascii_uppercase()) && module != "Self" {
+                let of_type: Vec<FnId> = self.prefer_crate(
+                    self.by_name
+                        .get(f)
+                        .into_iter()
+                        .flatten()
+                        .copied()
+                        .filter(|id| {
+                            // `impl<Ctx> Controller<Ctx>` is `Controller`'s.
+                            self.func(*id)
+                                .self_ty
+                                .as_deref()
+                                .and_then(|t| t.split('<').next())
+                                == Some(module)
+                        })
+                        .collect(),
+                );
+                if !of_type.is_empty() {
+                    return of_type;
+                }
+            }
+            let in_module: Vec<FnId> = self.prefer_crate(
+                self.by_name
+                    .get(f)
+                    .into_iter()
+                    .flatten()
+                    .copied()
+                    .filter(|(fi, _)| module_of(&self.files[*fi].path) == module)
+                    .collect(),
+            );
+            return if in_module.is_empty() {
+                self.resolve(f, from_file)
+            } else {
+                in_module
+            };
+        }
+        let Some(all) = self.by_name.get(name) else {
+            return Vec::new();
+        };
+        let local: Vec<FnId> = all
+            .iter()
+            .copied()
+            .filter(|(f, _)| *f == from_file)
+            .collect();
+        if !local.is_empty() {
+            return local;
+        }
+        let all = self.prefer_crate(all.clone());
+        if all.len() == 1 { all } else { Vec::new() }
+    }
+
+    /// The crate's own functions among `ids` when there are any, else the dependencies': a name the crate
+    /// defines is the crate's, whatever its dependencies also call a function.
+    fn prefer_crate(&self, ids: Vec<FnId>) -> Vec<FnId> {
+        if ids.iter().any(|(fi, _)| !self.files[*fi].library) {
+            ids.into_iter()
+                .filter(|(fi, _)| !self.files[*fi].library)
+                .collect()
+        } else {
+            ids
+        }
+    }
+
+    /// `super::f` from a file: an `f` of another file, the only one or the one of the parent module (`mod.rs` or
+    /// `dir.rs` beside the file's directory). A file `include!`d into a module has no parent on disk, so the only
+    /// other `f` is the best the crate says.
+    fn resolve_in_parent(&self, f: &str, from_file: usize) -> Vec<FnId> {
+        let others: Vec<FnId> = self
+            .by_name
+            .get(f)
+            .into_iter()
+            .flatten()
+            .copied()
+            .filter(|(fi, _)| *fi != from_file)
+            .collect();
+        if others.len() <= 1 {
+            return others;
+        }
+        let from = std::path::Path::new(&self.files[from_file].path);
+        let dir = from.parent().unwrap_or(from);
+        let parent_dir = if from.file_stem().is_some_and(|s| s == "mod") {
+            dir.parent().unwrap_or(dir)
+        } else {
+            dir
+        };
+        let parents = [parent_dir.join("mod.rs"), parent_dir.with_extension("rs")];
+        others
+            .into_iter()
+            .filter(|(fi, _)| {
+                parents
+                    .iter()
+                    .any(|p| std::path::Path::new(&self.files[*fi].path) == p)
+            })
+            .collect()
+    }
+
+    /// The crate's methods a call `x.name(..)` on a receiver of unknown type may be: every method of that name
+    /// when there are at most [`MAX_METHOD_TARGETS`] (a name defined on many types says too little to follow).
+    pub fn resolve_method(&self, name: &str) -> Vec<FnId> {
+        match self
+            .by_method
+            .get(name)
+            .map(|all| self.prefer_crate(all.clone()))
+        {
+            Some(all) if all.len() <= MAX_METHOD_TARGETS => all,
+            _ => Vec::new(),
+        }
+    }
+
+    /// Does `kind` have the status subresource? `None` when the unit does not say.
+    pub fn kind_has_status(&self, kind: &str, from_file: usize) -> Option<bool> {
+        if let Some(c) = self.files[from_file].crds.iter().find(|c| c.kind == kind) {
+            return Some(c.has_status);
+        }
+        let all: Vec<bool> = self
+            .files
+            .iter()
+            .flat_map(|f| f.crds.iter())
+            .filter(|c| c.kind == kind)
+            .map(|c| c.has_status)
+            .collect();
+        if !all.is_empty() {
+            // Two declarations that disagree: say nothing rather than guess.
+            return if all.iter().all(|b| *b == all[0]) {
+                Some(all[0])
+            } else {
+                None
+            };
+        }
+        if let Some(s) = self.yaml_kinds.get(kind) {
+            return Some(*s);
+        }
+        BUILTIN_WITH_STATUS.contains(&kind).then_some(true)
+    }
+
+    /// Functions handed to `Controller::run` as reconcile. Only when the unit runs no Controller whose reconcile
+    /// resolves (a library of reconcilers, a partial scan), reconcile-shaped async functions instead: returning
+    /// an `Action` does not make a function a reconcile when the crate says which one is.
+    pub fn reconcile_roots(&self) -> Vec<FnId> {
+        let mut roots = BTreeMap::new();
+        for (fi, f) in self.files.iter().enumerate().filter(|(_, f)| !f.library) {
+            for c in &f.controllers {
+                if let Some(name) = c.run.as_ref().and_then(|r| r.reconcile.as_ref()) {
+                    for id in self.resolve(name, fi) {
+                        roots.insert(id, ());
+                    }
+                }
+            }
+        }
+        if !roots.is_empty() {
+            return roots.into_keys().collect();
+        }
+        let policies = self.error_policies();
+        // A function the crate calls itself is a step of something else (a reconcile's helper, a deletion
+        // handler), not what a Controller runs.
+        let called: HashSet<&str> = self
+            .files
+            .iter()
+            .flat_map(|f| f.fns.iter())
+            .flat_map(|f| {
+                f.calls
+                    .iter()
+                    .chain(&f.self_calls)
+                    .chain(&f.method_calls)
+                    .chain(&f.deletion_calls)
+            })
+            .map(|n| n.rsplit("::").next().unwrap_or(n))
+            .collect();
+        for (fi, f) in self.files.iter().enumerate().filter(|(_, f)| !f.library) {
+            for (ni, func) in f.fns.iter().enumerate() {
+                let id = (fi, ni);
+                if func.is_async
+                    && func.returns_action
+                    && func.object_kind.is_some()
+                    && !policies.contains(&id)
+                    && !called.contains(func.name.as_str())
+                {
+                    roots.insert(id, ());
+                }
+            }
+        }
+        roots.into_keys().collect()
+    }
+
+    /// The kinds the unit's Controllers reconcile: each Controller's own kind, else the object kind of the reconcile
+    /// it runs; with no Controller, the kinds of the reconcile-shaped roots. Empty when none is known.
+    pub fn reconciled_kinds(&self) -> HashSet<String> {
+        let mut kinds: HashSet<String> = self
+            .files
+            .iter()
+            .flat_map(|f| f.controllers.iter())
+            .filter_map(|c| c.kind.clone())
+            .collect();
+        kinds.extend(
+            self.reconcile_roots()
+                .into_iter()
+                .filter_map(|id| self.func(id).object_kind.clone()),
+        );
+        kinds
+    }
+
+    /// Functions handed to `Controller::run` as error_policy, plus error_policy-shaped functions.
+    pub fn error_policies(&self) -> HashSet<FnId> {
+        let mut out = HashSet::new();
+        for (fi, f) in self.files.iter().enumerate().filter(|(_, f)| !f.library) {
+            for c in &f.controllers {
+                if let Some(name) = c.run.as_ref().and_then(|r| r.error_policy.as_ref()) {
+                    out.extend(self.resolve(name, fi));
+                }
+            }
+            for (ni, func) in f.fns.iter().enumerate() {
+                if !func.is_async && func.returns_action && func.has_error_ref_param {
+                    out.insert((fi, ni));
+                }
+            }
+        }
+        out
+    }
+
+    /// Every function id of the crate (its dependencies' left out).
+    pub fn all_fns(&self) -> impl Iterator<Item = FnId> + '_ {
+        self.files
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| !f.library)
+            .flat_map(|(fi, f)| (0..f.fns.len()).map(move |ni| (fi, ni)))
+    }
+}
+
+/// The module a source file is: `src/operator/resources.rs` → `resources`, `src/operator/mod.rs` → `operator`.
+fn module_of(path: &str) -> &str {
+    let p = std::path::Path::new(path);
+    let stem = p.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+    if stem == "mod" {
+        p.parent()
+            .and_then(|d| d.file_name())
+            .and_then(|s| s.to_str())
+            .unwrap_or("")
+    } else {
+        stem
+    }
+}

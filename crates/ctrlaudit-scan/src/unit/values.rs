@@ -1,0 +1,101 @@
+//! Values across functions once the crate is joined: which functions return a volatile value or a constant
+//! duration, and which parameters reach the body of a write, through helpers that hand them on.
+
+use super::{FnId, Unit};
+use crate::eval::duration_secs;
+use crate::model::{ApiCall, DurationReturn, VolatileReturn};
+
+/// How many helpers deep a parameter is followed to a write (`patch_process_status` → `merge_status` →
+/// `patch_status`).
+const MAX_HANDOFFS: usize = 3;
+
+impl Unit<'_> {
+    /// The function a call of `name` (from `from_file`) runs, when it returns a volatile value.
+    pub fn volatile_return(&self, name: &str, from_file: usize) -> Option<(FnId, &VolatileReturn)> {
+        self.resolve(name, from_file)
+            .into_iter()
+            .find_map(|id| Some((id, self.func(id).returns_volatile.as_ref()?)))
+    }
+
+    /// The write that argument `index` of a call of `callee` (from `from`) reaches unguarded, in the callee or in
+    /// a helper it hands the value on to.
+    pub fn param_write(&self, callee: &str, index: usize, from: FnId) -> Option<&ApiCall> {
+        self.param_write_within(callee, index, from.0, MAX_HANDOFFS)
+    }
+
+    fn param_write_within(
+        &self,
+        callee: &str,
+        index: usize,
+        from_file: usize,
+        depth: usize,
+    ) -> Option<&ApiCall> {
+        let targets: Vec<FnId> = self
+            .resolve(callee, from_file)
+            .into_iter()
+            .chain(self.resolve_method(callee))
+            .collect();
+        for id in &targets {
+            let f = self.func(*id);
+            if let Some((_, w)) = f.param_writes.iter().find(|(i, _)| *i == index) {
+                return Some(w);
+            }
+        }
+        if depth == 0 {
+            return None;
+        }
+        targets.iter().find_map(|id| {
+            self.func(*id)
+                .param_passes
+                .iter()
+                .filter(|p| p.param == index)
+                .find_map(|p| self.param_write_within(&p.callee, p.index, id.0, depth - 1))
+        })
+    }
+
+    /// The crate functions a call expression may run: a method call without arguments (`e.metric_label()`) among
+    /// the crate's methods, a call (`requeue::delay(..)`) by its name and module.
+    pub fn resolve_call_expr(&self, e: &syn::Expr, from_file: usize) -> Vec<FnId> {
+        match e {
+            syn::Expr::MethodCall(m) => self.resolve_method(&m.method.to_string()),
+            syn::Expr::Call(c) => match &*c.func {
+                syn::Expr::Path(p) => {
+                    let segs: Vec<String> = p
+                        .path
+                        .segments
+                        .iter()
+                        .map(|s| s.ident.to_string())
+                        .collect();
+                    self.resolve(&segs[segs.len().saturating_sub(2)..].join("::"), from_file)
+                }
+                _ => Vec::new(),
+            },
+            _ => Vec::new(),
+        }
+    }
+
+    /// `err.retry_after().unwrap_or(DEFAULT)` (or `unwrap_or_else(|| DEFAULT)`) where the crate's `retry_after`
+    /// returns that same constant or `None` on every path: the constant.
+    pub(super) fn duration_or_default(&self, e: &syn::Expr, from_file: usize) -> Option<f64> {
+        let syn::Expr::MethodCall(m) = e else {
+            return None;
+        };
+        let fallback = match (m.method.to_string().as_str(), m.args.first()?) {
+            ("unwrap_or", d) => d,
+            ("unwrap_or_else", syn::Expr::Closure(c)) if c.inputs.is_empty() => &*c.body,
+            _ => return None,
+        };
+        let default = duration_secs(fallback, &self.consts, &|_| None)?;
+        let targets = self.resolve_call_expr(&m.receiver, from_file);
+        let [target] = targets[..] else {
+            return None;
+        };
+        let returns = &self.func(target).duration_returns;
+        let same = |r: &DurationReturn| match r {
+            DurationReturn::Secs(s) => *s == default,
+            DurationReturn::Nothing => true,
+            DurationReturn::Unknown => false,
+        };
+        (!returns.is_empty() && returns.iter().all(same)).then_some(default)
+    }
+}
