@@ -323,3 +323,62 @@ fn a_closed_stdout_ends_quietly_with_the_results_status() {
         assert!(!stderr.contains("error"), "{args:?}: {stderr}");
     }
 }
+
+fn write(path: &std::path::Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// A CI step pointed at the wrong directory must not pass green, and no crate is passed over in silence.
+#[test]
+fn nothing_analysed_is_exit_2_and_every_skip_is_a_note() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path();
+    // A crate whose lock shows no kube-rs anywhere in its graph, and an integration test.
+    write(
+        &root.join("tool/Cargo.toml"),
+        "[package]\nname = \"tool\"\nversion = \"0.1.0\"\n[dependencies]\nserde = \"1\"\n",
+    );
+    write(
+        &root.join("tool/Cargo.lock"),
+        "version = 4\n[[package]]\nname = \"tool\"\nversion = \"0.1.0\"\ndependencies = [\"serde\"]\n\n\
+         [[package]]\nname = \"serde\"\nversion = \"1.0.0\"\n",
+    );
+    write(&root.join("tool/src/lib.rs"), "pub fn f() {}\n");
+    write(&root.join("tool/tests/it.rs"), "#[test]\nfn t() {}\n");
+    let tool = root.join("tool");
+    let o = run(&["scan", tool.to_str().unwrap(), "-o", "json"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("nothing analysed under"), "{stderr}");
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let notes = report["notes"].to_string();
+    assert!(
+        notes.contains("no kube-rs in the dependency graph") && notes.contains("tool"),
+        "{notes}"
+    );
+    assert!(notes.contains("integration tests"), "{notes}");
+
+    // An empty directory, and one with Rust but no crate at all.
+    let empty = root.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let o = run(&["scan", empty.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no Rust file"));
+
+    // Beside a crate that is analysed, the skipped one is a note and the exit code is the findings'.
+    let op = root.join("op");
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/scan/CA302-unbounded-reconcile-concurrency/bad_kube_through_framework");
+    for f in ["Cargo.toml", "Cargo.lock", "src/main.rs"] {
+        write(
+            &op.join(f),
+            &std::fs::read_to_string(fixture.join(f)).unwrap(),
+        );
+    }
+    let o = run(&["scan", root.to_str().unwrap(), "-o", "json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(report["findings"].as_array().unwrap().len(), 1);
+    assert!(report["notes"].to_string().contains("1 crate"));
+}

@@ -266,7 +266,7 @@ pub fn footer(report: &Report<'_>) -> String {
     out
 }
 
-/// "skipped: path — reason".
+/// "skipped: path — reason" (a file, or a count of crates not analysed and why).
 pub fn note_line(note: &Note) -> String {
     format!("skipped: {} — {}", note.subject, note.message)
 }

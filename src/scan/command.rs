@@ -90,5 +90,19 @@ pub fn run(out: &OutputArgs, a: &ScanArgs) -> Outcome {
         &stats,
         &files,
     )?;
+    // A CI step pointed at the wrong directory must not pass green: no finding because nothing was looked at
+    // is an input error, with the notes above saying what was passed over and why.
+    if result.stats.units == 0 {
+        let shown: Vec<String> = opts.paths.iter().map(|p| p.display().to_string()).collect();
+        let found = match result.stats.rust_files {
+            0 => "no Rust file".to_string(),
+            1 => "1 Rust file, not in a crate or file that uses kube-rs".to_string(),
+            n => format!("{n} Rust files, none in a crate or file that uses kube-rs"),
+        };
+        return Err(Failure::usage(anyhow!(
+            "nothing analysed under {}: {found} (see the notes)",
+            shown.join(", ")
+        )));
+    }
     Ok(out.status(&result.findings))
 }

@@ -135,7 +135,7 @@ fn dependency_tables(manifest: &toml::Table) -> Vec<(String, toml::Table)> {
 
 /// The Cargo.lock of the crate, or of the workspace it belongs to (the nearest ancestor that has one), with
 /// its directory.
-fn find_lock(root: &Path) -> Option<(PathBuf, toml::Table)> {
+pub(super) fn find_lock(root: &Path) -> Option<(PathBuf, toml::Table)> {
     let mut dir = Some(root);
     while let Some(d) = dir {
         if let Some(lock) = read_toml(&d.join("Cargo.lock")) {

@@ -34,10 +34,11 @@ impl Imports {
                 let name = n.ident.to_string();
                 if name == "self" {
                     if let Some(last) = prefix.rsplit("::").next() {
-                        self.names.insert(last.to_string(), prefix.to_string());
+                        self.names.insert(last.to_string(), canonical(prefix));
                     }
                 } else {
-                    self.names.insert(name.clone(), join(prefix, &name));
+                    self.names
+                        .insert(name.clone(), canonical(&join(prefix, &name)));
                 }
             }
             UseTree::Rename(r) => {
@@ -47,9 +48,9 @@ impl Imports {
                 } else {
                     join(prefix, &name)
                 };
-                self.names.insert(r.rename.to_string(), full);
+                self.names.insert(r.rename.to_string(), canonical(&full));
             }
-            UseTree::Glob(_) => self.globs.push(prefix.to_string()),
+            UseTree::Glob(_) => self.globs.push(canonical(prefix)),
             UseTree::Group(g) => {
                 for t in &g.items {
                     self.add_tree(prefix, t);
@@ -71,7 +72,7 @@ impl Imports {
         if segments.len() == 1 {
             return head;
         }
-        format!("{head}::{}", segments[1..].join("::"))
+        canonical(&format!("{head}::{}", segments[1..].join("::")))
     }
 
     /// True if the name was imported explicitly (not via a glob).
@@ -156,6 +157,34 @@ pub const EXTERNAL_ROOTS: &[&str] = &[
     "Controller",
 ];
 
+/// The crates whose re-exports are followed (see [`canonical`]).
+const REEXPORTED: &[&str] = &[
+    "kube",
+    "kube_runtime",
+    "kube_client",
+    "kube_core",
+    "k8s_openapi",
+];
+
+/// A path through a dependency's re-export of kube, as the path into kube itself: frameworks and an operator's
+/// shared crates re-export it (`opkit::kube::runtime::Controller`, `common::k8s_openapi::api::core::v1::Pod`,
+/// `kube::k8s_openapi::…`), and the crate selection (`select`) analyses such crates. Paths into the crate's
+/// own modules (`crate::`, `self::`, `super::`) are left alone: a module of its own named `kube` is not kube.
+pub fn canonical(path: &str) -> String {
+    let mut segments = path.split("::");
+    let Some(first) = segments.next() else {
+        return path.to_string();
+    };
+    if matches!(first, "crate" | "self" | "super") || first.is_empty() {
+        return path.to_string();
+    }
+    let rest: Vec<&str> = segments.collect();
+    match rest.iter().position(|s| REEXPORTED.contains(s)) {
+        Some(i) => rest[i..].join("::"),
+        None => path.to_string(),
+    }
+}
+
 /// True if a resolved path points into kube (any of its crates, any version layout).
 pub fn is_kube_path(path: &str) -> bool {
     ["kube::", "kube_runtime::", "kube_client::", "kube_core::"]
@@ -166,6 +195,44 @@ pub fn is_kube_path(path: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    #[allow(clippy::unwrap_used)]
+    fn reexports_of_kube_are_kube_and_own_modules_are_not() {
+        assert_eq!(
+            canonical("opkit::kube::runtime::Controller"),
+            "kube::runtime::Controller"
+        );
+        assert_eq!(
+            canonical("kube::k8s_openapi::api::core::v1::Pod"),
+            "k8s_openapi::api::core::v1::Pod"
+        );
+        assert_eq!(
+            canonical("kube::runtime::watcher"),
+            "kube::runtime::watcher"
+        );
+        assert_eq!(canonical("crate::kube::patch"), "crate::kube::patch");
+        assert_eq!(canonical("super::kube::Api"), "super::kube::Api");
+        let file: syn::File = syn::parse_str(
+            "use opkit::kube::{runtime::{Controller, watcher::Config as WatchCfg}, Api};\n\
+             use opkit::kube::runtime::controller::*;",
+        )
+        .unwrap();
+        let imports = Imports::from_file(&file);
+        assert_eq!(
+            imports.resolve(&["Controller".into()]),
+            "kube::runtime::Controller"
+        );
+        assert_eq!(
+            imports.resolve(&["WatchCfg".into()]),
+            "kube::runtime::watcher::Config"
+        );
+        assert_eq!(
+            imports.resolve(&["opkit".into(), "kube".into(), "Api".into()]),
+            "kube::Api"
+        );
+        assert!(imports.glob_from(&["kube::runtime::controller"]));
+    }
 
     #[test]
     fn aliases_and_globs() {

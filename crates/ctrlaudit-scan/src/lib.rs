@@ -13,6 +13,7 @@ mod file;
 pub mod imports;
 pub mod model;
 pub mod rules;
+pub mod select;
 pub mod suppress;
 mod tree;
 pub mod unit;
@@ -30,7 +31,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use file::{FileOutcome, analyze_text, library_models, process_file};
-use tree::{cargo_root, display, is_kube_itself, unit_of, walk};
+use select::{Selection, Skip};
+use tree::{cargo_root, display, unit_of, walk};
 
 /// The stack of every thread that parses and judges a file: reserved, not used, beyond what a file needs.
 /// `depth::MAX_BRACKETS` and `depth::MAX_CHAIN` keep the deepest accepted file well inside it.
@@ -183,10 +185,13 @@ fn crd_context(root: &Path, scanned: &[PathBuf], config: &Config) -> Vec<model::
 /// What one crate gave: its findings, the findings its allow comments suppressed, notes, files parsed.
 type UnitResult = (Vec<Finding>, Vec<Suppressed>, Vec<Note>, usize);
 
+/// A crate to analyse: its directory, its Rust files and its CRD YAML files.
+type CrateFiles = (PathBuf, Vec<PathBuf>, Vec<PathBuf>);
+
 /// Runs a scan.
 pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
     let started = Instant::now();
-    let walked = walk(&opts.paths)?;
+    let mut walked = walk(&opts.paths)?;
     let config = &opts.config;
     let needles = AhoCorasick::new(NEEDLES).map_err(|e| ScanError::Prefilter(e.to_string()))?;
     let unit_needles =
@@ -197,6 +202,7 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
     let mut units: BTreeMap<PathBuf, (Vec<PathBuf>, Vec<PathBuf>)> = BTreeMap::new();
     for p in &walked.rust {
         let Some(unit) = unit_of(p, &mut cache) else {
+            walked.tests += 1;
             continue;
         };
         units.entry(unit).or_default().0.push(p.clone());
@@ -217,48 +223,59 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
     let pool = pool.map_err(|e| ScanError::Threads(e.to_string()))?;
     let lines = std::sync::atomic::AtomicUsize::new(0);
     let max_bytes = config.thresholds.max_file_bytes;
-    let relevant: Vec<(PathBuf, Vec<PathBuf>, Vec<PathBuf>)> = pool.install(|| {
+    // Each crate is analysed or counted under its reason (`select`): nothing is left out in silence.
+    let selector = select::Selector::default();
+    let decided: Vec<Result<CrateFiles, (Skip, PathBuf)>> = pool.install(|| {
         units
             .into_par_iter()
-            .filter_map(|(root, (rs, yaml))| {
-                // A crate says in its manifest whether it depends on kube: one that does not is not read at all
-                // (most of a vendored tree). Files outside any crate are looked into.
-                if let Some(uses) = deps::manifest_uses_kube(&root) {
-                    if !uses || is_kube_itself(&root) {
-                        return None;
+            .map(|(root, (rs, yaml))| {
+                let count_lines = |b: &[u8]| {
+                    lines.fetch_add(bytecount_lines(b), std::sync::atomic::Ordering::Relaxed);
+                };
+                match selector.select(&root) {
+                    Selection::Skip(why) => Err((why, root)),
+                    Selection::Direct | Selection::Through(_) => {
+                        for p in &rs {
+                            if let Ok(b) = regular_file::read(p, max_bytes) {
+                                count_lines(&b);
+                            }
+                        }
+                        Ok((root, rs, yaml))
                     }
-                    for p in &rs {
-                        if let Ok(b) = regular_file::read(p, max_bytes) {
-                            lines.fetch_add(
-                                bytecount_lines(&b),
-                                std::sync::atomic::Ordering::Relaxed,
-                            );
+                    // Outside any crate, or a graph no lock file shows: a file that names a kube path decides.
+                    Selection::Source => {
+                        let hits = rs
+                            .iter()
+                            .filter(|p| {
+                                regular_file::read(p, max_bytes).is_ok_and(|b| {
+                                    count_lines(&b);
+                                    unit_needles.is_match(&b)
+                                })
+                            })
+                            .count();
+                        if hits > 0 {
+                            Ok((root, rs, yaml))
+                        } else {
+                            Err((Skip::NoKubePath, root))
                         }
                     }
-                    return Some((root, rs, yaml));
                 }
-                let hits = rs
-                    .iter()
-                    .filter(|p| {
-                        regular_file::read(p, max_bytes).is_ok_and(|b| {
-                            lines.fetch_add(
-                                bytecount_lines(&b),
-                                std::sync::atomic::Ordering::Relaxed,
-                            );
-                            unit_needles.is_match(&b)
-                        })
-                    })
-                    .count();
-                // kube's own crates define the APIs the rules are about; their internals (e.g.
-                // `Entry::commit` handing its 409 to the caller) are not a controller's choices.
-                (hits > 0 && !is_kube_itself(&root)).then_some((root, rs, yaml))
             })
             .collect()
     });
+    let mut relevant = Vec::new();
+    let mut skipped: BTreeMap<Skip, Vec<PathBuf>> = BTreeMap::new();
+    for d in decided {
+        match d {
+            Ok(unit) => relevant.push(unit),
+            Err((why, root)) => skipped.entry(why).or_default().push(root),
+        }
+    }
     let mut result = ScanResult {
         notes: walked.notes,
         ..Default::default()
     };
+    result.notes.extend(skip_notes(&skipped, walked.tests));
     result.stats.files_seen = walked.files_seen;
     result.stats.rust_files = walked.rust.len();
     result.stats.units = relevant.len();
@@ -360,6 +377,50 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
     result.stats.lines = lines.into_inner();
     result.stats.seconds = started.elapsed().as_secs_f64();
     Ok(result)
+}
+
+/// One note per reason a crate or file was not analysed, with its count and the first few paths.
+fn skip_notes(skipped: &BTreeMap<Skip, Vec<PathBuf>>, tests: usize) -> Vec<Note> {
+    const SHOWN: usize = 3;
+    let cwd = std::env::current_dir().ok();
+    let mut notes: Vec<Note> = skipped
+        .iter()
+        .map(|(why, roots)| {
+            let mut shown: Vec<String> = roots
+                .iter()
+                .take(SHOWN)
+                .map(|r| {
+                    // Units are canonical paths; shown relative to where the scan was run, as findings are.
+                    let rel = cwd.as_ref().and_then(|c| r.strip_prefix(c).ok());
+                    display(rel.unwrap_or(r))
+                })
+                .collect();
+            if roots.len() > SHOWN {
+                shown.push(format!("and {} more", roots.len() - SHOWN));
+            }
+            let (one, many) = match why {
+                Skip::NoKubePath => ("crate or file", "crates or files"),
+                Skip::NoKube | Skip::KubeItself => ("crate", "crates"),
+            };
+            Note {
+                subject: plural(roots.len(), one, many),
+                message: format!("{}: {}", why.reason(), shown.join(", ")),
+            }
+        })
+        .collect();
+    if tests > 0 {
+        notes.push(Note {
+            subject: plural(tests, "file", "files"),
+            message:
+                "integration tests (`tests/`) are test code, like `#[cfg(test)]`, and not judged"
+                    .into(),
+        });
+    }
+    notes
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 fn bytecount_lines(b: &[u8]) -> usize {

@@ -10,6 +10,8 @@ pub(super) struct Walked {
     pub(super) rust: Vec<PathBuf>,
     pub(super) yaml: Vec<PathBuf>,
     pub(super) notes: Vec<Note>,
+    /// Files of integration tests (`tests/`), which are not judged (see [`unit_of`]).
+    pub(super) tests: usize,
     pub(super) files_seen: usize,
 }
 
@@ -23,6 +25,7 @@ pub(super) fn walk(paths: &[PathBuf]) -> Result<Walked, ScanError> {
         rust: Vec::new(),
         yaml: Vec::new(),
         notes: Vec::new(),
+        tests: 0,
         files_seen: 0,
     };
     for p in paths {
@@ -119,18 +122,6 @@ pub(super) fn cargo_root(
     }
     cache.insert(dir.to_path_buf(), found.clone());
     found
-}
-
-/// Is this the directory of one of kube-rs's own library crates?
-pub(super) fn is_kube_itself(root: &Path) -> bool {
-    let Some(manifest) = super::deps::read_toml(&root.join("Cargo.toml")) else {
-        return false;
-    };
-    manifest
-        .get("package")
-        .and_then(|p| p.get("name"))
-        .and_then(|n| n.as_str())
-        .is_some_and(|n| super::deps::KUBE_CRATES.contains(&n))
 }
 
 /// The compilation unit a Rust file belongs to, as cargo builds it: `src/**` (and the crate root

@@ -1,0 +1,654 @@
+//! Which crates a scan analyses: those with kube-rs anywhere in their dependency graph, whether they name it
+//! directly, through a framework or a crate of their own that re-exports it (`some_framework::kube::Api`),
+//! through `kube.workspace = true` resolved in `[workspace.dependencies]`, or through a `path` dependency.
+//! Cargo.lock, when there is one, is the whole graph; without it the manifests are followed as far as they go
+//! and, where a registry dependency could still re-export kube, the source decides. A crate that is not
+//! analysed is never dropped in silence: its reason is counted in a note.
+
+use super::deps::{KUBE_CRATES, read_toml};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// What the manifests and the lock file say about one unit (a crate, or an example or bench of one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Selection {
+    /// kube-rs is a dependency of the crate itself.
+    Direct,
+    /// kube-rs is reached through this dependency of the crate (a framework, a shared crate of the workspace).
+    Through(String),
+    /// Not analysed, for this reason.
+    Skip(Skip),
+    /// No manifest decides (a file outside any crate, a manifest without dependencies, registry dependencies
+    /// whose own dependencies are unknown without a Cargo.lock): the source does, by naming kube paths.
+    Source,
+}
+
+/// Why a unit is not analysed: each becomes a line of the scan's notes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Skip {
+    /// Neither the crate nor anything it depends on uses kube-rs.
+    NoKube,
+    /// kube-rs's own crates: they define the APIs the rules are about; their internals are not a controller's
+    /// choices.
+    KubeItself,
+    /// No manifest says, and no file of it names a kube path.
+    NoKubePath,
+}
+
+impl Skip {
+    /// The note's wording, after the count of crates.
+    pub fn reason(self) -> &'static str {
+        match self {
+            Skip::NoKube => "no kube-rs in the dependency graph",
+            Skip::KubeItself => "kube-rs's own crates",
+            Skip::NoKubePath => "no manifest names kube-rs and no file names a kube path",
+        }
+    }
+}
+
+/// Manifests followed through dependencies at most this deep (a cycle is cut by the visited set).
+const MAX_DEPTH: usize = 12;
+
+/// The crate directory whose manifest governs `unit`: the unit itself, or the crate of `root/examples/x` and
+/// `root/benches/x.rs`.
+fn manifest_dir(unit: &Path) -> Option<&Path> {
+    if unit.join("Cargo.toml").is_file() {
+        return Some(unit);
+    }
+    let up = unit.parent()?.parent()?;
+    up.join("Cargo.toml").is_file().then_some(up)
+}
+
+/// Does a dependency crate reach kube-rs? `None`: its graph cannot be known from what is on disk.
+type Reach = Option<bool>;
+
+/// Decides units, remembering what it learned about each dependency crate, lock file and directory listing
+/// (a vendored tree has hundreds of crates sharing the same dependencies). Shared by the scan's threads.
+#[derive(Debug, Default)]
+pub struct Selector {
+    /// Dependency crate directory → whether it reaches kube.
+    reach: Mutex<HashMap<PathBuf, Reach>>,
+    /// A directory's entries (siblings of a vendored crate, Cargo's registry sources), by directory.
+    listings: Mutex<HashMap<PathBuf, std::sync::Arc<Vec<PathBuf>>>>,
+    /// Lock file path → its dependency graph.
+    locks: Mutex<HashMap<PathBuf, Option<std::sync::Arc<Graph>>>>,
+}
+
+/// Package name → the names of its dependencies, every locked version of it together.
+type Graph = HashMap<String, BTreeSet<String>>;
+
+impl Selector {
+    /// Decides one unit; see [`Selection`].
+    pub fn select(&self, unit: &Path) -> Selection {
+        let Some(root) = manifest_dir(unit) else {
+            return Selection::Source;
+        };
+        let Some(manifest) = read_toml(&root.join("Cargo.toml")) else {
+            return Selection::Source;
+        };
+        let name = manifest
+            .get("package")
+            .and_then(|p| p.get("name"))
+            .and_then(|n| n.as_str());
+        if name.is_some_and(|n| KUBE_CRATES.contains(&n)) {
+            return Selection::Skip(Skip::KubeItself);
+        }
+        let deps = dependencies(root, &manifest);
+        if deps.is_empty() {
+            return Selection::Source;
+        }
+        if deps
+            .iter()
+            .any(|d| KUBE_CRATES.contains(&d.package.as_str()))
+        {
+            return Selection::Direct;
+        }
+        if let Some(name) = name
+            && let Some(found) = self.through_lock(root, name, &deps)
+        {
+            return found;
+        }
+        // No lock that knows the crate: follow the manifests on disk. Dev-dependencies count when they name
+        // kube itself (above); one that is not on disk is no reason to read the crate's files.
+        let mut visited = HashSet::from([canonical(root)]);
+        let mut unknown = false;
+        for d in deps.iter().filter(|d| d.kind != Kind::Dev) {
+            match self.dep_reach(root, d, 0, &mut visited) {
+                Some(true) => return Selection::Through(d.key.clone()),
+                Some(false) => {}
+                None => unknown = true,
+            }
+        }
+        if unknown {
+            Selection::Source
+        } else {
+            Selection::Skip(Skip::NoKube)
+        }
+    }
+
+    /// Whether dependency `d` of the crate at `from` reaches kube.
+    fn dep_reach(
+        &self,
+        from: &Path,
+        d: &Dep,
+        depth: usize,
+        visited: &mut HashSet<PathBuf>,
+    ) -> Reach {
+        if KUBE_CRATES.contains(&d.package.as_str()) {
+            return Some(true);
+        }
+        let dirs = match &d.path {
+            Some(dir) => vec![dir.clone()],
+            None => self.locate(from, &d.package),
+        };
+        if dirs.is_empty() {
+            // An optional dependency that is nowhere on disk is in no build of this tree.
+            return if d.optional { Some(false) } else { None };
+        }
+        let mut out = Some(false);
+        for dir in dirs {
+            match self.crate_reach(&dir, depth + 1, visited) {
+                Some(true) => return Some(true),
+                Some(false) => {}
+                None => out = None,
+            }
+        }
+        out
+    }
+
+    /// Whether a dependency crate reaches kube through its own `[dependencies]` (its dev-dependencies are never
+    /// part of a dependent's graph).
+    fn crate_reach(&self, dir: &Path, depth: usize, visited: &mut HashSet<PathBuf>) -> Reach {
+        let key = canonical(dir);
+        if let Some(r) = lock(&self.reach).get(&key) {
+            return *r;
+        }
+        if depth > MAX_DEPTH || !visited.insert(key.clone()) {
+            // A cycle, or a graph deeper than any real one: what the other paths say decides.
+            return Some(false);
+        }
+        let r = match read_toml(&dir.join("Cargo.toml")) {
+            None => None,
+            Some(m) => {
+                let name = m
+                    .get("package")
+                    .and_then(|p| p.get("name"))
+                    .and_then(|n| n.as_str());
+                if name.is_some_and(|n| KUBE_CRATES.contains(&n)) {
+                    Some(true)
+                } else {
+                    let mut out = Some(false);
+                    for d in dependencies(dir, &m)
+                        .iter()
+                        .filter(|d| d.kind == Kind::Normal)
+                    {
+                        match self.dep_reach(dir, d, depth, visited) {
+                            Some(true) => {
+                                out = Some(true);
+                                break;
+                            }
+                            Some(false) => {}
+                            None => out = None,
+                        }
+                    }
+                    out
+                }
+            }
+        };
+        lock(&self.reach).insert(key, r);
+        r
+    }
+
+    /// Where a registry dependency's source can be on this machine: beside the crate (a vendored tree:
+    /// `vendor/name` or `vendor/name-1.2.3`), else in Cargo's registry sources. Every version found counts.
+    fn locate(&self, from: &Path, package: &str) -> Vec<PathBuf> {
+        let matches = |entries: &[PathBuf]| -> Vec<PathBuf> {
+            entries
+                .iter()
+                .filter(|p| {
+                    p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+                        n == package
+                            || n.strip_prefix(package)
+                                .and_then(|rest| rest.strip_prefix('-'))
+                                .is_some_and(|v| v.starts_with(|c: char| c.is_ascii_digit()))
+                    })
+                })
+                .cloned()
+                .collect()
+        };
+        if let Some(parent) = from.parent() {
+            let found = matches(&self.listing(parent));
+            if !found.is_empty() {
+                return found;
+            }
+        }
+        registry_sources()
+            .iter()
+            .flat_map(|r| matches(&self.listing(r)))
+            .collect()
+    }
+
+    fn listing(&self, dir: &Path) -> std::sync::Arc<Vec<PathBuf>> {
+        if let Some(l) = lock(&self.listings).get(dir) {
+            return l.clone();
+        }
+        let entries: Vec<PathBuf> = std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        let l = std::sync::Arc::new(entries);
+        lock(&self.listings).insert(dir.to_path_buf(), l.clone());
+        l
+    }
+
+    /// The answer of the crate's (or its workspace's) Cargo.lock, when it lists the crate: the first direct
+    /// dependency through which a kube-rs crate is reached, or none at all. `None` when there is no such lock.
+    fn through_lock(&self, root: &Path, name: &str, deps: &[Dep]) -> Option<Selection> {
+        let graph = self.lock_graph(root)?;
+        let mine = graph.get(name)?;
+        // The lock lists dependencies by package name; report them by the name the crate uses.
+        let key_of: HashMap<&str, &str> = deps
+            .iter()
+            .map(|d| (d.package.as_str(), d.key.as_str()))
+            .collect();
+        for direct in mine {
+            if reaches_kube(&graph, direct) {
+                let key = key_of.get(direct.as_str()).copied().unwrap_or(direct);
+                return Some(Selection::Through(key.to_string()));
+            }
+        }
+        Some(Selection::Skip(Skip::NoKube))
+    }
+
+    fn lock_graph(&self, root: &Path) -> Option<std::sync::Arc<Graph>> {
+        let path = lock_path(root)?;
+        if let Some(g) = lock(&self.locks).get(&path) {
+            return g.clone();
+        }
+        let g = read_toml(&path).map(|t| std::sync::Arc::new(lock_graph(&t)));
+        lock(&self.locks).insert(path, g.clone());
+        g
+    }
+}
+
+/// A poisoned memo is still a valid memo: every entry is written whole.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn canonical(p: &Path) -> PathBuf {
+    std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+/// The Cargo.lock that governs the crate at `root`: its own, or its workspace's (see `deps::find_lock`).
+fn lock_path(root: &Path) -> Option<PathBuf> {
+    let mut dir = Some(root);
+    while let Some(d) = dir {
+        let lock = d.join("Cargo.lock");
+        if lock.is_file() {
+            return Some(lock);
+        }
+        if d != root && d.join("Cargo.toml").is_file() {
+            return None;
+        }
+        dir = d.parent();
+    }
+    None
+}
+
+/// `$CARGO_HOME/registry/src/*`: where `cargo build` and `cargo fetch` unpack registry crates.
+fn registry_sources() -> &'static [PathBuf] {
+    static DIRS: std::sync::OnceLock<Vec<PathBuf>> = std::sync::OnceLock::new();
+    DIRS.get_or_init(|| {
+        let home = std::env::var_os("CARGO_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")));
+        home.and_then(|h| std::fs::read_dir(h.join("registry").join("src")).ok())
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .collect()
+    })
+}
+
+/// Which table a dependency is declared in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Normal,
+    Dev,
+    Build,
+}
+
+/// One dependency of a manifest, `workspace = true` resolved.
+#[derive(Debug)]
+struct Dep {
+    /// The name the crate uses (`[dependencies] key`).
+    key: String,
+    /// The package it is (`package = ".."` when renamed).
+    package: String,
+    /// Its directory, for a `path` dependency.
+    path: Option<PathBuf>,
+    optional: bool,
+    kind: Kind,
+}
+
+/// Every dependency of every table (`[dependencies]`, `[dev-dependencies]`, `[build-dependencies]`, and the
+/// same under `[target.'cfg(..)']`).
+fn dependencies(root: &Path, manifest: &toml::Table) -> Vec<Dep> {
+    const TABLES: [(&str, Kind); 3] = [
+        ("dependencies", Kind::Normal),
+        ("dev-dependencies", Kind::Dev),
+        ("build-dependencies", Kind::Build),
+    ];
+    let targets = manifest
+        .get("target")
+        .and_then(|t| t.as_table())
+        .into_iter()
+        .flat_map(|t| t.values().filter_map(|t| t.as_table()));
+    let tables: Vec<(&toml::Table, Kind)> = std::iter::once(manifest)
+        .chain(targets)
+        .flat_map(|m| {
+            TABLES
+                .iter()
+                .filter_map(|(d, kind)| Some((m.get(*d)?.as_table()?, *kind)))
+        })
+        .collect();
+    let mut workspace: Option<Option<(PathBuf, toml::Table)>> = None;
+    let mut out = Vec::new();
+    for (table, kind) in tables {
+        for (key, spec) in table {
+            let inherited = spec
+                .get("workspace")
+                .and_then(|w| w.as_bool())
+                .unwrap_or(false);
+            let optional = spec
+                .get("optional")
+                .and_then(|o| o.as_bool())
+                .unwrap_or(false);
+            // `x.workspace = true`: name, rename and path come from the workspace root's
+            // `[workspace.dependencies]`.
+            let (base, spec) = if inherited {
+                let ws = workspace.get_or_insert_with(|| workspace_root(root));
+                match ws.as_ref() {
+                    Some((ws_dir, ws_manifest)) => (
+                        ws_dir.clone(),
+                        ws_manifest
+                            .get("workspace")
+                            .and_then(|w| w.get("dependencies"))
+                            .and_then(|d| d.get(key))
+                            .cloned(),
+                    ),
+                    None => (root.to_path_buf(), None),
+                }
+            } else {
+                (root.to_path_buf(), Some(spec.clone()))
+            };
+            let package = spec
+                .as_ref()
+                .and_then(|s| s.get("package"))
+                .and_then(|p| p.as_str())
+                .unwrap_or(key)
+                .to_string();
+            let path = spec
+                .as_ref()
+                .and_then(|s| s.get("path"))
+                .and_then(|p| p.as_str())
+                .map(|p| base.join(p));
+            out.push(Dep {
+                key: key.clone(),
+                package,
+                path,
+                optional,
+                kind,
+            });
+        }
+    }
+    out
+}
+
+/// The nearest ancestor manifest with a `[workspace]` table, and its directory.
+fn workspace_root(root: &Path) -> Option<(PathBuf, toml::Table)> {
+    let mut dir = Some(root);
+    while let Some(d) = dir {
+        if let Some(m) = read_toml(&d.join("Cargo.toml"))
+            && m.get("workspace").is_some()
+        {
+            return Some((d.to_path_buf(), m));
+        }
+        dir = d.parent();
+    }
+    None
+}
+
+/// The dependency graph a lock file records.
+fn lock_graph(lock: &toml::Table) -> Graph {
+    let mut out: HashMap<String, BTreeSet<String>> = HashMap::new();
+    let packages = lock
+        .get("package")
+        .and_then(|p| p.as_array())
+        .into_iter()
+        .flatten();
+    for p in packages {
+        let Some(name) = p.get("name").and_then(|v| v.as_str()) else {
+            continue;
+        };
+        // "name" or "name version" or "name version (source)".
+        let deps = p
+            .get("dependencies")
+            .and_then(|d| d.as_array())
+            .into_iter()
+            .flatten()
+            .filter_map(|d| d.as_str())
+            .filter_map(|d| d.split(' ').next())
+            .map(str::to_string);
+        out.entry(name.to_string()).or_default().extend(deps);
+    }
+    out
+}
+
+/// Is a kube-rs crate `start` or one of its dependencies, however deep?
+fn reaches_kube(graph: &Graph, start: &str) -> bool {
+    let mut seen = HashSet::new();
+    let mut queue = VecDeque::from([start]);
+    while let Some(p) = queue.pop_front() {
+        if KUBE_CRATES.contains(&p) {
+            return true;
+        }
+        if !seen.insert(p) {
+            continue;
+        }
+        queue.extend(graph.get(p).into_iter().flatten().map(String::as_str));
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn write(p: &Path, text: &str) {
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+
+    fn select(unit: &Path) -> Selection {
+        Selector::default().select(unit)
+    }
+
+    fn lockfile(packages: &[(&str, &[&str])]) -> String {
+        let mut s = String::from("version = 4\n");
+        for (name, deps) in packages {
+            s.push_str(&format!(
+                "\n[[package]]\nname = \"{name}\"\nversion = \"1.0.0\"\ndependencies = [{}]\n",
+                deps.iter()
+                    .map(|d| format!("\"{d}\""))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        s
+    }
+
+    #[test]
+    fn a_framework_that_reexports_kube_is_found_through_the_lock() {
+        let d = tempfile::tempdir().unwrap();
+        write(
+            &d.path().join("Cargo.toml"),
+            "[package]\nname = \"op\"\nversion = \"0.1.0\"\n[dependencies]\nkubizone = \"1\"\nserde = \"1\"\n",
+        );
+        write(
+            &d.path().join("Cargo.lock"),
+            &lockfile(&[
+                ("op", &["kubizone", "serde"]),
+                ("kubizone", &["kube-runtime 1.0.0", "serde"]),
+                ("kube-runtime", &["kube-client"]),
+                ("serde", &[]),
+            ]),
+        );
+        assert_eq!(select(d.path()), Selection::Through("kubizone".into()));
+    }
+
+    #[test]
+    fn the_lock_says_no_when_nothing_reaches_kube() {
+        let d = tempfile::tempdir().unwrap();
+        write(
+            &d.path().join("Cargo.toml"),
+            "[package]\nname = \"tool\"\nversion = \"0.1.0\"\n[dependencies]\nserde = \"1\"\n",
+        );
+        write(
+            &d.path().join("Cargo.lock"),
+            &lockfile(&[("tool", &["serde"]), ("serde", &["serde_derive"])]),
+        );
+        assert_eq!(select(d.path()), Selection::Skip(Skip::NoKube));
+    }
+
+    #[test]
+    fn workspace_dependencies_are_resolved_with_their_renames_and_paths() {
+        let d = tempfile::tempdir().unwrap();
+        write(
+            &d.path().join("Cargo.toml"),
+            "[workspace]\nmembers = [\"op\", \"common\", \"cli\"]\n[workspace.dependencies]\n\
+             k8s = { package = \"kube\", version = \"1\" }\ncommon = { path = \"common\" }\n",
+        );
+        write(
+            &d.path().join("op/Cargo.toml"),
+            "[package]\nname = \"op\"\nversion = \"0.1.0\"\n[dependencies]\nk8s.workspace = true\n",
+        );
+        write(
+            &d.path().join("common/Cargo.toml"),
+            "[package]\nname = \"common\"\nversion = \"0.1.0\"\n[dependencies]\nk8s = { workspace = true }\n",
+        );
+        write(
+            &d.path().join("cli/Cargo.toml"),
+            "[package]\nname = \"cli\"\nversion = \"0.1.0\"\n[dependencies]\ncommon.workspace = true\n",
+        );
+        assert_eq!(select(&d.path().join("op")), Selection::Direct);
+        assert_eq!(
+            select(&d.path().join("cli")),
+            Selection::Through("common".into())
+        );
+    }
+
+    #[test]
+    fn without_a_lock_path_dependencies_are_followed_and_registry_ones_leave_it_to_the_source() {
+        let d = tempfile::tempdir().unwrap();
+        write(
+            &d.path().join("shared/Cargo.toml"),
+            "[package]\nname = \"shared\"\nversion = \"0.1.0\"\n[dependencies]\nkube-runtime = \"1\"\n",
+        );
+        write(
+            &d.path().join("op/Cargo.toml"),
+            "[package]\nname = \"op\"\nversion = \"0.1.0\"\n[dependencies]\nshared = { path = \"../shared\" }\n",
+        );
+        write(
+            &d.path().join("plain/Cargo.toml"),
+            "[package]\nname = \"plain\"\nversion = \"0.1.0\"\n[dependencies]\nhelper = { path = \"../helper\" }\n",
+        );
+        write(
+            &d.path().join("helper/Cargo.toml"),
+            "[package]\nname = \"helper\"\nversion = \"0.1.0\"\n[dependencies]\nplain = { path = \"../plain\" }\n",
+        );
+        write(
+            &d.path().join("framework_user/Cargo.toml"),
+            "[package]\nname = \"framework_user\"\nversion = \"0.1.0\"\n[dependencies]\nsome-framework = \"2\"\n",
+        );
+        assert_eq!(
+            select(&d.path().join("op")),
+            Selection::Through("shared".into())
+        );
+        // A cycle of path dependencies with nothing of kube in it ends, and says no.
+        assert_eq!(
+            select(&d.path().join("plain")),
+            Selection::Skip(Skip::NoKube)
+        );
+        assert_eq!(select(&d.path().join("framework_user")), Selection::Source);
+    }
+
+    #[test]
+    fn kube_itself_and_examples_of_a_crate() {
+        let d = tempfile::tempdir().unwrap();
+        write(
+            &d.path().join("kube-runtime/Cargo.toml"),
+            "[package]\nname = \"kube-runtime\"\nversion = \"1.0.0\"\n[dependencies]\nkube-client = \"1\"\n",
+        );
+        write(
+            &d.path().join("op/Cargo.toml"),
+            "[package]\nname = \"op\"\nversion = \"0.1.0\"\n[dev-dependencies]\nkube = \"1\"\n",
+        );
+        assert_eq!(
+            select(&d.path().join("kube-runtime")),
+            Selection::Skip(Skip::KubeItself)
+        );
+        assert_eq!(
+            select(&d.path().join("op/examples/demo.rs")),
+            Selection::Direct
+        );
+        assert_eq!(select(&d.path().join("loose.rs")), Selection::Source);
+    }
+
+    #[test]
+    fn a_vendored_tree_is_decided_from_its_siblings_manifests() {
+        let d = tempfile::tempdir().unwrap();
+        let v = d.path().join("vendor");
+        let krate = |dir: &str, name: &str, deps: &str| {
+            write(
+                &v.join(dir).join("Cargo.toml"),
+                &format!(
+                    "[package]\nname = \"{name}\"\nversion = \"1.0.0\"\n[dependencies]\n{deps}"
+                ),
+            );
+        };
+        krate("opkit-0.4.2", "opkit", "kube = \"2\"\nserde = \"1\"\n");
+        krate("app-1.0.0", "app", "opkit = \"0.4\"\n");
+        krate(
+            "serde-1.0.219",
+            "serde",
+            "serde_derive = { version = \"1\", optional = true }\n",
+        );
+        krate(
+            "tool-1.0.0",
+            "tool",
+            "serde = \"1\"\nwinapi = { version = \"0.3\", optional = true }\n\
+             [dev-dependencies]\ncriterion = \"0.5\"\n",
+        );
+        krate("odd-1.0.0", "odd", "not-vendored = \"1\"\n");
+        let s = Selector::default();
+        assert_eq!(
+            s.select(&v.join("app-1.0.0")),
+            Selection::Through("opkit".into())
+        );
+        // serde's optional serde_derive and tool's optional winapi are not on disk: in no build of this tree;
+        // its dev-dependency criterion is not part of the question.
+        assert_eq!(
+            s.select(&v.join("tool-1.0.0")),
+            Selection::Skip(Skip::NoKube)
+        );
+        // A dependency that is nowhere on disk could re-export kube: the source decides.
+        assert_eq!(s.select(&v.join("odd-1.0.0")), Selection::Source);
+    }
+}
