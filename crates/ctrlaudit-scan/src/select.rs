@@ -73,6 +73,17 @@ pub struct Selector {
     listings: Mutex<HashMap<PathBuf, std::sync::Arc<Vec<PathBuf>>>>,
     /// Lock file path → its dependency graph.
     locks: Mutex<HashMap<PathBuf, Option<std::sync::Arc<Graph>>>>,
+    /// Crate directory → what its manifest says (a crate is read as a unit and again as a dependency).
+    crates: Mutex<HashMap<PathBuf, Option<std::sync::Arc<CrateInfo>>>>,
+}
+
+/// What selection needs of one manifest.
+#[derive(Debug)]
+struct CrateInfo {
+    name: Option<String>,
+    /// Any dependency table at all, empty or not.
+    tables: bool,
+    deps: Vec<Dep>,
 }
 
 /// Package name → the names of its dependencies, every locked version of it together.
@@ -84,20 +95,19 @@ impl Selector {
         let Some(root) = manifest_dir(unit) else {
             return Selection::Source;
         };
-        let Some(manifest) = read_toml(&root.join("Cargo.toml")) else {
+        let Some(info) = self.info(root) else {
             return Selection::Source;
         };
-        let name = manifest
-            .get("package")
-            .and_then(|p| p.get("name"))
-            .and_then(|n| n.as_str());
+        let name = info.name.as_deref();
         if name.is_some_and(|n| KUBE_CRATES.contains(&n)) {
             return Selection::Skip(Skip::KubeItself);
         }
-        let deps = dependencies(root, &manifest);
-        if deps.is_empty() {
+        // A manifest without a single dependency table is a snippet's or a generated one: the source decides.
+        // One with tables, empty or not, is a real crate's.
+        if !info.tables {
             return Selection::Source;
         }
+        let deps = &info.deps;
         if deps
             .iter()
             .any(|d| KUBE_CRATES.contains(&d.package.as_str()))
@@ -105,7 +115,7 @@ impl Selector {
             return Selection::Direct;
         }
         if let Some(name) = name
-            && let Some(found) = self.through_lock(root, name, &deps)
+            && let Some(found) = self.through_lock(root, name, deps)
         {
             return found;
         }
@@ -138,13 +148,20 @@ impl Selector {
         if KUBE_CRATES.contains(&d.package.as_str()) {
             return Some(true);
         }
+        // An optional or platform-specific dependency is looked for beside the crate only: in a vendored tree
+        // it is there when a build of the tree needs it, and the registry cache's copy says nothing about this
+        // tree.
         let dirs = match &d.path {
             Some(dir) => vec![dir.clone()],
-            None => self.locate(from, &d.package),
+            None => self.locate(from, &d.package, !(d.optional || d.platform)),
         };
         if dirs.is_empty() {
-            // An optional dependency that is nowhere on disk is in no build of this tree.
-            return if d.optional { Some(false) } else { None };
+            // Only the crate's own dependencies can leave the question open. An optional or platform-specific
+            // one that is nowhere on disk is in no build of this tree, and deeper in the graph a crate that is
+            // not on disk is one that no build here needed (cargo vendor and the registry cache hold every
+            // crate a build of this tree fetched).
+            let settled = d.optional || d.platform || depth > 0;
+            return if settled { Some(false) } else { None };
         }
         let mut out = Some(false);
         for dir in dirs {
@@ -168,32 +185,29 @@ impl Selector {
             // A cycle, or a graph deeper than any real one: what the other paths say decides.
             return Some(false);
         }
-        let r = match read_toml(&dir.join("Cargo.toml")) {
+        let r = match self.info(dir) {
             None => None,
-            Some(m) => {
-                let name = m
-                    .get("package")
-                    .and_then(|p| p.get("name"))
-                    .and_then(|n| n.as_str());
-                if name.is_some_and(|n| KUBE_CRATES.contains(&n)) {
-                    Some(true)
-                } else {
-                    let mut out = Some(false);
-                    for d in dependencies(dir, &m)
-                        .iter()
-                        .filter(|d| d.kind == Kind::Normal)
-                    {
-                        match self.dep_reach(dir, d, depth, visited) {
-                            Some(true) => {
-                                out = Some(true);
-                                break;
-                            }
-                            Some(false) => {}
-                            None => out = None,
+            Some(info)
+                if info
+                    .name
+                    .as_deref()
+                    .is_some_and(|n| KUBE_CRATES.contains(&n)) =>
+            {
+                Some(true)
+            }
+            Some(info) => {
+                let mut out = Some(false);
+                for d in info.deps.iter().filter(|d| d.kind == Kind::Normal) {
+                    match self.dep_reach(dir, d, depth, visited) {
+                        Some(true) => {
+                            out = Some(true);
+                            break;
                         }
+                        Some(false) => {}
+                        None => out = None,
                     }
-                    out
                 }
+                out
             }
         };
         lock(&self.reach).insert(key, r);
@@ -202,7 +216,7 @@ impl Selector {
 
     /// Where a registry dependency's source can be on this machine: beside the crate (a vendored tree:
     /// `vendor/name` or `vendor/name-1.2.3`), else in Cargo's registry sources. Every version found counts.
-    fn locate(&self, from: &Path, package: &str) -> Vec<PathBuf> {
+    fn locate(&self, from: &Path, package: &str, registry: bool) -> Vec<PathBuf> {
         let matches = |entries: &[PathBuf]| -> Vec<PathBuf> {
             entries
                 .iter()
@@ -223,10 +237,33 @@ impl Selector {
                 return found;
             }
         }
+        if !registry {
+            return Vec::new();
+        }
         registry_sources()
             .iter()
             .flat_map(|r| matches(&self.listing(r)))
             .collect()
+    }
+
+    fn info(&self, dir: &Path) -> Option<std::sync::Arc<CrateInfo>> {
+        let key = canonical(dir);
+        if let Some(m) = lock(&self.crates).get(&key) {
+            return m.clone();
+        }
+        let info = read_toml(&dir.join("Cargo.toml")).map(|m| {
+            std::sync::Arc::new(CrateInfo {
+                name: m
+                    .get("package")
+                    .and_then(|p| p.get("name"))
+                    .and_then(|n| n.as_str())
+                    .map(str::to_string),
+                tables: has_dependency_tables(&m),
+                deps: dependencies(dir, &m),
+            })
+        });
+        lock(&self.crates).insert(key, info.clone());
+        info
     }
 
     fn listing(&self, dir: &Path) -> std::sync::Arc<Vec<PathBuf>> {
@@ -279,8 +316,19 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// `a/b/../c` as `a/c`, without asking the file system (a memo key: thousands of lookups, no system call).
 fn canonical(p: &Path) -> PathBuf {
-    std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir if out.file_name().is_some() => {
+                out.pop();
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// The Cargo.lock that governs the crate at `root`: its own, or its workspace's (see `deps::find_lock`).
@@ -333,7 +381,23 @@ struct Dep {
     /// Its directory, for a `path` dependency.
     path: Option<PathBuf>,
     optional: bool,
+    /// Declared under `[target.'cfg(..)'.*]`.
+    platform: bool,
     kind: Kind,
+}
+
+/// Does the manifest declare any dependency table, here or under `[target.'cfg(..)']`?
+fn has_dependency_tables(manifest: &toml::Table) -> bool {
+    let has = |m: &toml::Table| {
+        ["dependencies", "dev-dependencies", "build-dependencies"]
+            .iter()
+            .any(|t| m.get(*t).is_some_and(toml::Value::is_table))
+    };
+    has(manifest)
+        || manifest
+            .get("target")
+            .and_then(|t| t.as_table())
+            .is_some_and(|t| t.values().filter_map(|v| v.as_table()).any(has))
 }
 
 /// Every dependency of every table (`[dependencies]`, `[dev-dependencies]`, `[build-dependencies]`, and the
@@ -348,18 +412,19 @@ fn dependencies(root: &Path, manifest: &toml::Table) -> Vec<Dep> {
         .get("target")
         .and_then(|t| t.as_table())
         .into_iter()
-        .flat_map(|t| t.values().filter_map(|t| t.as_table()));
-    let tables: Vec<(&toml::Table, Kind)> = std::iter::once(manifest)
+        .flat_map(|t| t.values().filter_map(|t| t.as_table()))
+        .map(|t| (t, true));
+    let tables: Vec<(&toml::Table, Kind, bool)> = std::iter::once((manifest, false))
         .chain(targets)
-        .flat_map(|m| {
+        .flat_map(|(m, platform)| {
             TABLES
                 .iter()
-                .filter_map(|(d, kind)| Some((m.get(*d)?.as_table()?, *kind)))
+                .filter_map(move |(d, kind)| Some((m.get(*d)?.as_table()?, *kind, platform)))
         })
         .collect();
     let mut workspace: Option<Option<(PathBuf, toml::Table)>> = None;
     let mut out = Vec::new();
-    for (table, kind) in tables {
+    for (table, kind, platform) in tables {
         for (key, spec) in table {
             let inherited = spec
                 .get("workspace")
@@ -403,6 +468,7 @@ fn dependencies(root: &Path, manifest: &toml::Table) -> Vec<Dep> {
                 package,
                 path,
                 optional,
+                platform,
                 kind,
             });
         }
@@ -650,5 +716,23 @@ mod tests {
         );
         // A dependency that is nowhere on disk could re-export kube: the source decides.
         assert_eq!(s.select(&v.join("odd-1.0.0")), Selection::Source);
+    }
+
+    #[test]
+    fn an_empty_dependency_table_is_a_crate_without_kube_and_no_table_is_a_snippet() {
+        let d = tempfile::tempdir().unwrap();
+        write(
+            &d.path().join("leaf/Cargo.toml"),
+            "[package]\nname = \"leaf\"\nversion = \"0.1.0\"\n[dependencies]\n",
+        );
+        write(
+            &d.path().join("snippet/Cargo.toml"),
+            "[package]\nname = \"snippet\"\nversion = \"0.1.0\"\n",
+        );
+        assert_eq!(
+            select(&d.path().join("leaf")),
+            Selection::Skip(Skip::NoKube)
+        );
+        assert_eq!(select(&d.path().join("snippet")), Selection::Source);
     }
 }
