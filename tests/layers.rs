@@ -267,3 +267,24 @@ fn core_links_no_parser_either() {
         assert!(!deps.contains(banned), "ctrlaudit-core depends on {banned}");
     }
 }
+
+/// A file a newcomer can read in one sitting: none in ctrlaudit-scan over 600 lines (tests live beside their
+/// module, `depth/tests.rs`, when they would push it over).
+#[test]
+fn no_scan_source_file_over_600_lines() {
+    let mut files = Vec::new();
+    rust_files(
+        &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("crates/ctrlaudit-scan/src"),
+        &mut files,
+    );
+    assert!(files.len() > 20, "the checker reads the tree: {files:?}");
+    let long: Vec<(String, usize)> = files
+        .iter()
+        .map(|f| {
+            let n = std::fs::read_to_string(f).unwrap().lines().count();
+            (f.display().to_string(), n)
+        })
+        .filter(|(_, n)| *n > 600)
+        .collect();
+    assert!(long.is_empty(), "split these: {long:?}");
+}
