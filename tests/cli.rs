@@ -347,17 +347,26 @@ fn nothing_analysed_is_exit_2_and_every_skip_is_a_note() {
     write(&root.join("tool/src/lib.rs"), "pub fn f() {}\n");
     write(&root.join("tool/tests/it.rs"), "#[test]\nfn t() {}\n");
     let tool = root.join("tool");
-    let o = run(&["scan", tool.to_str().unwrap(), "-o", "json"]);
+    let out_file = root.join("report.sarif");
+    let o = run(&[
+        "scan",
+        tool.to_str().unwrap(),
+        "-o",
+        "json",
+        "--output-file",
+        &format!("sarif={}", out_file.display()),
+    ]);
     assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    // An input error, like a missing path: no report to upload that would look like a clean run.
+    assert!(o.stdout.is_empty(), "{}", stdout(&o));
+    assert!(!out_file.exists());
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(stderr.contains("nothing analysed under"), "{stderr}");
-    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let notes = report["notes"].to_string();
     assert!(
-        notes.contains("no kube-rs in the dependency graph") && notes.contains("tool"),
-        "{notes}"
+        stderr.contains("no kube-rs in the dependency graph") && stderr.contains("tool"),
+        "{stderr}"
     );
-    assert!(notes.contains("integration tests"), "{notes}");
+    assert!(stderr.contains("integration tests"), "{stderr}");
 
     // An empty directory, and one with Rust but no crate at all.
     let empty = root.join("empty");

@@ -81,6 +81,22 @@ pub fn run(out: &OutputArgs, a: &ScanArgs) -> Outcome {
             });
         }
     }
+    // A CI step pointed at the wrong directory must not pass green: no finding because nothing was looked at
+    // is an input error (exit 2) and, like every input error, gives no report to upload; the error says what
+    // was passed over and why.
+    if result.stats.units == 0 {
+        let shown: Vec<String> = opts.paths.iter().map(|p| p.display().to_string()).collect();
+        let found = match result.stats.rust_files {
+            0 => "no Rust file".to_string(),
+            1 => "1 Rust file, not in a crate or file that uses kube-rs".to_string(),
+            n => format!("{n} Rust files, none in a crate or file that uses kube-rs"),
+        };
+        let mut message = format!("nothing analysed under {}: {found}", shown.join(", "));
+        for n in &result.notes {
+            message.push_str(&format!("\n  {}", report::note_line(n)));
+        }
+        return Err(Failure::usage(anyhow!(message)));
+    }
     let stats = result.stats.as_pairs();
     out.emit_with_suppressed(
         "scan",
@@ -90,19 +106,5 @@ pub fn run(out: &OutputArgs, a: &ScanArgs) -> Outcome {
         &stats,
         &files,
     )?;
-    // A CI step pointed at the wrong directory must not pass green: no finding because nothing was looked at
-    // is an input error, with the notes above saying what was passed over and why.
-    if result.stats.units == 0 {
-        let shown: Vec<String> = opts.paths.iter().map(|p| p.display().to_string()).collect();
-        let found = match result.stats.rust_files {
-            0 => "no Rust file".to_string(),
-            1 => "1 Rust file, not in a crate or file that uses kube-rs".to_string(),
-            n => format!("{n} Rust files, none in a crate or file that uses kube-rs"),
-        };
-        return Err(Failure::usage(anyhow!(
-            "nothing analysed under {}: {found} (see the notes)",
-            shown.join(", ")
-        )));
-    }
     Ok(out.status(&result.findings))
 }
