@@ -343,7 +343,12 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
                 models.extend(crd_context(root, rs, config));
                 let mut all: Vec<&model::FileModel> = models.iter().collect();
                 all.extend(libs.iter().filter_map(|r| libraries.get(r)).flatten());
-                let u = unit::Unit::new(all, yaml_kinds, config);
+                let u = unit::Unit::with_dependencies(
+                    all,
+                    yaml_kinds,
+                    config,
+                    select::dependency_names(root),
+                );
                 // A dependency's code is not this crate's to change: what it does is reported where this crate
                 // calls it.
                 findings.extend(

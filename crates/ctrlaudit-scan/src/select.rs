@@ -47,6 +47,21 @@ impl Skip {
     }
 }
 
+/// The crates the unit's manifest depends on, as Rust paths name them (`helm-kit` is `helm_kit`, a renamed
+/// dependency by its new name): a path starting with one of them is that crate's.
+pub fn dependency_names(unit: &Path) -> HashSet<String> {
+    let Some(root) = manifest_dir(unit) else {
+        return HashSet::new();
+    };
+    let Some(manifest) = read_toml(&root.join("Cargo.toml")) else {
+        return HashSet::new();
+    };
+    dependencies(root, &manifest)
+        .into_iter()
+        .map(|d| d.key.replace('-', "_"))
+        .collect()
+}
+
 /// Manifests followed through dependencies at most this deep (a cycle is cut by the visited set).
 const MAX_DEPTH: usize = 12;
 

@@ -149,6 +149,32 @@ impl<'ast> Extractor<'_, 'ast> {
         }
     }
 
+    /// Is the type of `Controller::new(..)` (every segment but the constructor) kube's, as far as the file can
+    /// tell? Not when it is the crate's own: a path into the crate (`crate::supervisor::Controller`, imported or
+    /// written out), or a bare `Controller` that the file declares itself and imports from nowhere. Anything
+    /// else — kube's paths, a framework's re-export, a glob import — is taken for kube's.
+    fn is_kube_controller_type(
+        &self,
+        segs: &syn::punctuated::Punctuated<syn::PathSegment, syn::Token![::]>,
+    ) -> bool {
+        let names: Vec<String> = segs
+            .iter()
+            .take(segs.len().saturating_sub(1))
+            .map(|s| s.ident.to_string())
+            .collect();
+        let resolved = self.imports.resolve(&names);
+        if ["crate::", "self::", "super::"]
+            .iter()
+            .any(|p| resolved.starts_with(p))
+        {
+            return false;
+        }
+        let bare_local = names.len() == 1
+            && !self.imports.is_imported(&names[0])
+            && self.local_types.contains(&names[0]);
+        !bare_local
+    }
+
     pub(super) fn controller_root(&self, root: &Expr) -> Option<ControllerRoot> {
         match root {
             Expr::Call(c) => {
@@ -190,6 +216,9 @@ impl<'ast> Extractor<'_, 'ast> {
                 let ctor = segs[segs.len() - 1].ident.to_string();
                 let resolved = self.imports.resolve(&[ty.ident.to_string()]);
                 if ty.ident != "Controller" && !resolved.ends_with("::Controller") {
+                    return None;
+                }
+                if !self.is_kube_controller_type(segs) {
                     return None;
                 }
                 if !matches!(

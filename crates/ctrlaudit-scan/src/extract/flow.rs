@@ -168,7 +168,16 @@ impl<'ast> Visit<'ast> for PrePass<'_, '_, '_> {
             self.ex.consts.insert(c.ident.to_string(), v);
         }
     }
+    fn visit_item_enum(&mut self, e: &'ast syn::ItemEnum) {
+        self.ex.local_types.insert(e.ident.to_string());
+        visit::visit_item_enum(self, e);
+    }
+    fn visit_item_type(&mut self, t: &'ast syn::ItemType) {
+        self.ex.local_types.insert(t.ident.to_string());
+        visit::visit_item_type(self, t);
+    }
     fn visit_item_struct(&mut self, s: &'ast syn::ItemStruct) {
+        self.ex.local_types.insert(s.ident.to_string());
         for f in &s.fields {
             if let (Some(name), Some(Some(kind))) = (&f.ident, api_kind_of_type(&f.ty)) {
                 self.ex.api_fields.insert(name.to_string(), kind);

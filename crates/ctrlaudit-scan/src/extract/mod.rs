@@ -163,6 +163,8 @@ pub struct Extractor<'a, 'ast> {
     api_fields: HashMap<String, String>,
     /// Functions of this file that return a `Controller<K>`: name → (has predicate, config set).
     controller_builders: HashMap<String, ControllerBuilder>,
+    /// Types this file declares (structs, enums, aliases): a crate's own `Controller` is not kube's.
+    local_types: HashSet<String>,
     pub model: FileModel,
     fns: Vec<FnCtx>,
     scopes: Vec<Scope>,
@@ -255,6 +257,7 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
             volatile_fns: HashMap::new(),
             api_fields: HashMap::new(),
             controller_builders: HashMap::new(),
+            local_types: HashSet::new(),
             model: FileModel {
                 path: path.to_string(),
                 ..Default::default()

@@ -74,6 +74,8 @@ pub struct Unit<'m> {
     dead_variants: HashMap<FnId, HashSet<String>>,
     /// Functions only called from arms that can never run (see `dead_variants`).
     dead_fns: HashSet<FnId>,
+    /// The crates the unit's manifest depends on, as paths name them (see [`Self::with_dependencies`]).
+    dependencies: HashSet<String>,
     /// Calls on what a function returns that the join found to be an `Api` (see `ApiCall::via_producer`), with
     /// its kind.
     confirmed: HashMap<FnId, Vec<ApiCall>>,
@@ -84,6 +86,17 @@ impl<'m> Unit<'m> {
         files: Vec<&'m FileModel>,
         yaml_kinds: HashMap<String, bool>,
         config: &'m Config,
+    ) -> Self {
+        Self::with_dependencies(files, yaml_kinds, config, HashSet::new())
+    }
+
+    /// [`Self::new`] for a crate whose manifest names these dependencies (as paths spell them: `helm_kit`): a
+    /// call `helm_kit::apply(..)` is that crate's `apply`, never a function of this crate with the same name.
+    pub fn with_dependencies(
+        files: Vec<&'m FileModel>,
+        yaml_kinds: HashMap<String, bool>,
+        config: &'m Config,
+        dependencies: HashSet<String>,
     ) -> Self {
         let mut by_name: HashMap<&str, Vec<FnId>> = HashMap::new();
         let mut by_method: HashMap<&str, Vec<FnId>> = HashMap::new();
@@ -117,6 +130,7 @@ impl<'m> Unit<'m> {
             confirmed: HashMap::new(),
             dead_variants: HashMap::new(),
             dead_fns: HashSet::new(),
+            dependencies,
         };
         unit.dead_variants = unit.dispatched_away();
         unit.dead_fns = unit.only_called_from_dead_arms();
@@ -234,6 +248,17 @@ impl<'m> Unit<'m> {
             return self.resolve_in_parent(f, from_file);
         }
         if let Some((module, f)) = name.rsplit_once("::") {
+            // `helm_kit::apply`: another crate's function. Only that crate's source (when it was read) has it;
+            // a function of this crate that happens to share the name is not it.
+            let first = module.split("::").next().unwrap_or(module);
+            if self.dependencies.contains(first)
+                && !self
+                    .files
+                    .iter()
+                    .any(|f| !f.library && module_of(&f.path) == first)
+            {
+                return self.in_dependency(first, f);
+            }
             let module = module.rsplit("::").next().unwrap_or(module);
             // `Status::transition_now`: a type's associated function, of that type when the unit has it.
             if module.starts_with(|c: char| c.is_ascii_uppercase()) && module != "Self" {
@@ -285,6 +310,28 @@ impl<'m> Unit<'m> {
         }
         let all = self.prefer_crate(all.clone());
         if all.len() == 1 { all } else { Vec::new() }
+    }
+
+    /// The functions named `f` in the source read of dependency `krate` (its directory is `krate-1.2.3` or
+    /// `krate`, with `-` or `_`).
+    fn in_dependency(&self, krate: &str, f: &str) -> Vec<FnId> {
+        let dashed = krate.replace('_', "-");
+        let in_crate = |path: &str| {
+            std::path::Path::new(path).components().any(|c| {
+                let c = c.as_os_str().to_string_lossy().replace('_', "-");
+                c == dashed
+                    || c.strip_prefix(&dashed)
+                        .and_then(|v| v.strip_prefix('-'))
+                        .is_some_and(|v| v.starts_with(|ch: char| ch.is_ascii_digit()))
+            })
+        };
+        self.by_name
+            .get(f)
+            .into_iter()
+            .flatten()
+            .copied()
+            .filter(|(fi, _)| self.files[*fi].library && in_crate(&self.files[*fi].path))
+            .collect()
     }
 
     /// The crate's own functions among `ids` when there are any, else the dependencies': a name the crate
