@@ -3,6 +3,10 @@
 
 use crate::finding::Span;
 
+/// The receiver of a call on a type parameter, in a call's name (`<generic>::reconcile_record`): a trait method
+/// that every impl of the crate may answer.
+pub const GENERIC: &str = "<generic>";
+
 /// What scan learned from one file.
 #[derive(Debug, Default, Clone)]
 pub struct FileModel {

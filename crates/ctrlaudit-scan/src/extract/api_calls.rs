@@ -130,6 +130,16 @@ impl<'ast> Extractor<'_, 'ast> {
         // A bare name imported from a module of the crate (`use crate::controller::common::patch_status;`) keeps
         // that module too, so that another file's `patch_status` is not taken for it.
         let imported: Vec<&str> = resolved.split("::").collect();
+        // `T::reconcile_record(..)` on a type parameter: a trait method, answered by whichever impl of the crate
+        // the instantiation picks (see `Unit::resolve`).
+        if segs.len() == 2
+            && self
+                .fns
+                .last()
+                .is_some_and(|f| f.generics.contains(&segs[0]))
+        {
+            return Some(format!("{GENERIC}::{last}"));
+        }
         let name = match segs.len() {
             n if n >= 2 && !matches!(segs[n - 2].as_str(), "Self" | "self" | "crate") => {
                 format!("{}::{last}", segs[n - 2])

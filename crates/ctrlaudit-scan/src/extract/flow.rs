@@ -336,3 +336,33 @@ impl<'ast> Extractor<'_, 'ast> {
             .find_map(|n| param_in_tokens(n.to_token_stream(), vars))
     }
 }
+
+impl Extractor<'_, '_> {
+    /// A struct literal: `Self { .. }` may store a Controller in the type (see `note_stored_controller`), and the
+    /// fields of a `…Spec`/`…Reference` literal are what CA206 compares between writers.
+    pub(super) fn note_struct_literal(&mut self, s: &syn::ExprStruct) {
+        let ty = last_ident(&s.path);
+        if ty == "Self" {
+            let values: Vec<&Expr> = s.fields.iter().map(|f| &f.expr).collect();
+            self.note_stored_controller(&values);
+        }
+        if ty.ends_with("Spec") || ty.ends_with("Reference") {
+            let fields: Vec<FieldInit> = s
+                .fields
+                .iter()
+                .filter_map(|f| match &f.member {
+                    syn::Member::Named(n) => Some(FieldInit {
+                        ty: ty.clone(),
+                        field: n.to_string(),
+                        value: compact(&f.expr).chars().take(120).collect(),
+                        span: to_span(self.path, f.span()),
+                    }),
+                    syn::Member::Unnamed(_) => None,
+                })
+                .collect();
+            if let Some(f) = self.fns.last_mut() {
+                f.model.spec_fields.extend(fields);
+            }
+        }
+    }
+}

@@ -109,6 +109,9 @@ impl Var {
 #[derive(Debug, Default)]
 struct FnCtx {
     model: FnModel,
+    /// The type parameters in scope (the function's and its impl's): `T::f(..)` on one of them is a trait
+    /// method, which any impl of the crate may answer.
+    generics: HashSet<String>,
     vars: HashMap<String, Var>,
     params: HashSet<String>,
     watcher_candidates: Vec<(Span, Option<String>, String)>,
@@ -165,6 +168,8 @@ pub struct Extractor<'a, 'ast> {
     controller_builders: HashMap<String, ControllerBuilder>,
     /// Types this file declares (structs, enums, aliases): a crate's own `Controller` is not kube's.
     local_types: HashSet<String>,
+    /// The type parameters of the `impl` block being walked.
+    impl_generics: Vec<String>,
     pub model: FileModel,
     fns: Vec<FnCtx>,
     scopes: Vec<Scope>,
@@ -258,6 +263,7 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
             api_fields: HashMap::new(),
             controller_builders: HashMap::new(),
             local_types: HashSet::new(),
+            impl_generics: Vec::new(),
             model: FileModel {
                 path: path.to_string(),
                 ..Default::default()
@@ -345,7 +351,15 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
         sig: &syn::Signature,
         span: proc_macro2::Span,
     ) {
-        let mut ctx = FnCtx::default();
+        let mut ctx = FnCtx {
+            generics: sig
+                .generics
+                .type_params()
+                .map(|t| t.ident.to_string())
+                .chain(self.impl_generics.iter().cloned())
+                .collect(),
+            ..FnCtx::default()
+        };
         let ret = compact(&sig.output);
         ctx.model.returns_volatile = self.volatile_fns.get(&name).map(|v| VolatileReturn {
             span: v.span.clone(),

@@ -32,6 +32,13 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
 
     fn visit_item_impl(&mut self, i: &'ast syn::ItemImpl) {
         let self_ty = compact(&i.self_ty);
+        let outer = std::mem::replace(
+            &mut self.impl_generics,
+            i.generics
+                .type_params()
+                .map(|t| t.ident.to_string())
+                .collect(),
+        );
         for item in &i.items {
             if let syn::ImplItem::Fn(f) = item {
                 self.enter_fn(
@@ -46,6 +53,7 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
                 visit::visit_impl_item(self, item);
             }
         }
+        self.impl_generics = outer;
     }
 
     fn visit_trait_item_fn(&mut self, f: &'ast syn::TraitItemFn) {
@@ -421,29 +429,7 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
         if compact(&s.path).ends_with("ReconcilerAction") {
             self.record_requeue(&Expr::Struct(s.clone()));
         }
-        let ty = last_ident(&s.path);
-        if ty == "Self" {
-            let values: Vec<&Expr> = s.fields.iter().map(|f| &f.expr).collect();
-            self.note_stored_controller(&values);
-        }
-        if ty.ends_with("Spec") || ty.ends_with("Reference") {
-            let fields: Vec<FieldInit> = s
-                .fields
-                .iter()
-                .filter_map(|f| match &f.member {
-                    syn::Member::Named(n) => Some(FieldInit {
-                        ty: ty.clone(),
-                        field: n.to_string(),
-                        value: compact(&f.expr).chars().take(120).collect(),
-                        span: to_span(self.path, f.span()),
-                    }),
-                    syn::Member::Unnamed(_) => None,
-                })
-                .collect();
-            if let Some(f) = self.fns.last_mut() {
-                f.model.spec_fields.extend(fields);
-            }
-        }
+        self.note_struct_literal(s);
         visit::visit_expr_struct(self, s);
     }
 

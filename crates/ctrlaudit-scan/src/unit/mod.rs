@@ -243,6 +243,21 @@ impl<'m> Unit<'m> {
 
     /// Resolves a called name from a file: same file first, then unique in the unit.
     pub fn resolve(&self, name: &str, from_file: usize) -> Vec<FnId> {
+        // A trait method on a type parameter reaches each impl of it (in any file); which one runs depends on
+        // the instantiation, and every instantiation runs as a reconcile.
+        if let Some(f) = name
+            .strip_prefix(crate::model::GENERIC)
+            .and_then(|n| n.strip_prefix("::"))
+        {
+            return self.prefer_crate(
+                self.by_method
+                    .get(f)
+                    .into_iter()
+                    .flatten()
+                    .copied()
+                    .collect(),
+            );
+        }
         // `module::f`: the `f` of the file that module is, when the crate has several.
         if let Some(("super", f)) = name.rsplit_once("::") {
             return self.resolve_in_parent(f, from_file);
