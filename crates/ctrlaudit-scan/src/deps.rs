@@ -136,18 +136,28 @@ fn dependency_tables(manifest: &toml::Table) -> Vec<(String, toml::Table)> {
 /// The Cargo.lock of the crate, or of the workspace it belongs to (the nearest ancestor that has one), with
 /// its directory.
 pub(super) fn find_lock(root: &Path) -> Option<(PathBuf, toml::Table)> {
-    let mut dir = Some(root);
-    while let Some(d) = dir {
-        if let Some(lock) = read_toml(&d.join("Cargo.lock")) {
-            return Some((d.to_path_buf(), lock));
-        }
-        // A crate outside any workspace: its own lock or none.
-        if d != root && d.join("Cargo.toml").is_file() {
-            return None;
-        }
-        dir = d.parent();
-    }
-    None
+    lock_dirs(root).find_map(|d| Some((d.to_path_buf(), read_toml(&d.join("Cargo.lock"))?)))
+}
+
+/// The path of the first Cargo.lock file where [`find_lock`] looks (whether or not it parses).
+pub(super) fn lock_path(root: &Path) -> Option<PathBuf> {
+    lock_dirs(root)
+        .map(|d| d.join("Cargo.lock"))
+        .find(|l| l.is_file())
+}
+
+/// Where a crate's lock can be: its directory and its ancestors, up to and including the first other crate
+/// (a crate outside any workspace has its own lock or none).
+fn lock_dirs(root: &Path) -> impl Iterator<Item = &Path> {
+    root.ancestors()
+        .enumerate()
+        .scan(false, |past_crate, (i, d)| {
+            if *past_crate {
+                return None;
+            }
+            *past_crate = i > 0 && d.join("Cargo.toml").is_file();
+            Some(d)
+        })
 }
 
 struct LockPackage {
@@ -203,14 +213,23 @@ fn locate(lock_dir: &Path, name: &str, version: &str) -> Option<PathBuf> {
             return Some(v);
         }
     }
+    registry_sources()
+        .into_iter()
+        .map(|r| r.join(&versioned))
+        .find(|p| p.join("src").is_dir())
+}
+
+/// `$CARGO_HOME/registry/src/*`: where `cargo build` and `cargo fetch` unpack registry crates.
+pub(super) fn registry_sources() -> Vec<PathBuf> {
     let home = std::env::var_os("CARGO_HOME")
         .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))?;
-    let registries = std::fs::read_dir(home.join("registry").join("src")).ok()?;
-    registries
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")));
+    home.and_then(|h| std::fs::read_dir(h.join("registry").join("src")).ok())
+        .into_iter()
         .flatten()
-        .map(|r| r.path().join(&versioned))
-        .find(|p| p.join("src").is_dir())
+        .flatten()
+        .map(|e| e.path())
+        .collect()
 }
 
 #[cfg(test)]

@@ -347,7 +347,7 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
                     all,
                     yaml_kinds,
                     config,
-                    select::dependency_names(root),
+                    selector.dependency_names(root),
                 );
                 // A dependency's code is not this crate's to change: what it does is reported where this crate
                 // calls it.

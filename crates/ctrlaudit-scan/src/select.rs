@@ -5,7 +5,7 @@
 //! and, where a registry dependency could still re-export kube, the source decides. A crate that is not
 //! analysed is never dropped in silence: its reason is counted in a note.
 
-use super::deps::{KUBE_CRATES, read_toml};
+use super::deps::{KUBE_CRATES, lock_path, read_toml, registry_sources};
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -47,21 +47,6 @@ impl Skip {
     }
 }
 
-/// The crates the unit's manifest depends on, as Rust paths name them (`helm-kit` is `helm_kit`, a renamed
-/// dependency by its new name): a path starting with one of them is that crate's.
-pub fn dependency_names(unit: &Path) -> HashSet<String> {
-    let Some(root) = manifest_dir(unit) else {
-        return HashSet::new();
-    };
-    let Some(manifest) = read_toml(&root.join("Cargo.toml")) else {
-        return HashSet::new();
-    };
-    dependencies(root, &manifest)
-        .into_iter()
-        .map(|d| d.key.replace('-', "_"))
-        .collect()
-}
-
 /// Manifests followed through dependencies at most this deep (a cycle is cut by the visited set).
 const MAX_DEPTH: usize = 12;
 
@@ -90,6 +75,8 @@ pub struct Selector {
     locks: Mutex<HashMap<PathBuf, Option<std::sync::Arc<Graph>>>>,
     /// Crate directory → what its manifest says (a crate is read as a unit and again as a dependency).
     crates: Mutex<HashMap<PathBuf, Option<std::sync::Arc<CrateInfo>>>>,
+    /// Cargo's registry source directories, listed once per scan.
+    registries: std::sync::OnceLock<Vec<PathBuf>>,
 }
 
 /// What selection needs of one manifest.
@@ -255,10 +242,20 @@ impl Selector {
         if !registry {
             return Vec::new();
         }
-        registry_sources()
+        self.registries
+            .get_or_init(registry_sources)
             .iter()
             .flat_map(|r| matches(&self.listing(r)))
             .collect()
+    }
+
+    /// The crates the unit's manifest depends on, as Rust paths name them (`helm-kit` is `helm_kit`, a renamed
+    /// dependency by its new name): a path starting with one of them is that crate's.
+    pub fn dependency_names(&self, unit: &Path) -> HashSet<String> {
+        manifest_dir(unit)
+            .and_then(|root| self.info(root))
+            .map(|info| info.deps.iter().map(|d| d.key.replace('-', "_")).collect())
+            .unwrap_or_default()
     }
 
     fn info(&self, dir: &Path) -> Option<std::sync::Arc<CrateInfo>> {
@@ -273,7 +270,7 @@ impl Selector {
                     .and_then(|p| p.get("name"))
                     .and_then(|n| n.as_str())
                     .map(str::to_string),
-                tables: has_dependency_tables(&m),
+                tables: !dependency_tables(&m).is_empty(),
                 deps: dependencies(dir, &m),
             })
         });
@@ -346,38 +343,6 @@ fn canonical(p: &Path) -> PathBuf {
     out
 }
 
-/// The Cargo.lock that governs the crate at `root`: its own, or its workspace's (see `deps::find_lock`).
-fn lock_path(root: &Path) -> Option<PathBuf> {
-    let mut dir = Some(root);
-    while let Some(d) = dir {
-        let lock = d.join("Cargo.lock");
-        if lock.is_file() {
-            return Some(lock);
-        }
-        if d != root && d.join("Cargo.toml").is_file() {
-            return None;
-        }
-        dir = d.parent();
-    }
-    None
-}
-
-/// `$CARGO_HOME/registry/src/*`: where `cargo build` and `cargo fetch` unpack registry crates.
-fn registry_sources() -> &'static [PathBuf] {
-    static DIRS: std::sync::OnceLock<Vec<PathBuf>> = std::sync::OnceLock::new();
-    DIRS.get_or_init(|| {
-        let home = std::env::var_os("CARGO_HOME")
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")));
-        home.and_then(|h| std::fs::read_dir(h.join("registry").join("src")).ok())
-            .into_iter()
-            .flatten()
-            .flatten()
-            .map(|e| e.path())
-            .collect()
-    })
-}
-
 /// Which table a dependency is declared in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -401,23 +366,9 @@ struct Dep {
     kind: Kind,
 }
 
-/// Does the manifest declare any dependency table, here or under `[target.'cfg(..)']`?
-fn has_dependency_tables(manifest: &toml::Table) -> bool {
-    let has = |m: &toml::Table| {
-        ["dependencies", "dev-dependencies", "build-dependencies"]
-            .iter()
-            .any(|t| m.get(*t).is_some_and(toml::Value::is_table))
-    };
-    has(manifest)
-        || manifest
-            .get("target")
-            .and_then(|t| t.as_table())
-            .is_some_and(|t| t.values().filter_map(|v| v.as_table()).any(has))
-}
-
-/// Every dependency of every table (`[dependencies]`, `[dev-dependencies]`, `[build-dependencies]`, and the
-/// same under `[target.'cfg(..)']`).
-fn dependencies(root: &Path, manifest: &toml::Table) -> Vec<Dep> {
+/// Every dependency table of a manifest, with its kind and whether it is under `[target.'cfg(..)']`: the
+/// tables themselves, empty or not (see `CrateInfo::tables`).
+fn dependency_tables(manifest: &toml::Table) -> Vec<(&toml::Table, Kind, bool)> {
     const TABLES: [(&str, Kind); 3] = [
         ("dependencies", Kind::Normal),
         ("dev-dependencies", Kind::Dev),
@@ -429,14 +380,20 @@ fn dependencies(root: &Path, manifest: &toml::Table) -> Vec<Dep> {
         .into_iter()
         .flat_map(|t| t.values().filter_map(|t| t.as_table()))
         .map(|t| (t, true));
-    let tables: Vec<(&toml::Table, Kind, bool)> = std::iter::once((manifest, false))
+    std::iter::once((manifest, false))
         .chain(targets)
         .flat_map(|(m, platform)| {
             TABLES
                 .iter()
                 .filter_map(move |(d, kind)| Some((m.get(*d)?.as_table()?, *kind, platform)))
         })
-        .collect();
+        .collect()
+}
+
+/// Every dependency of every table (`[dependencies]`, `[dev-dependencies]`, `[build-dependencies]`, and the
+/// same under `[target.'cfg(..)']`).
+fn dependencies(root: &Path, manifest: &toml::Table) -> Vec<Dep> {
+    let tables = dependency_tables(manifest);
     let mut workspace: Option<Option<(PathBuf, toml::Table)>> = None;
     let mut out = Vec::new();
     for (table, kind, platform) in tables {

@@ -96,8 +96,10 @@ impl<'m> Unit<'m> {
         files: Vec<&'m FileModel>,
         yaml_kinds: HashMap<String, bool>,
         config: &'m Config,
-        dependencies: HashSet<String>,
+        mut dependencies: HashSet<String>,
     ) -> Self {
+        // A module of the crate named like a dependency is the module: only the other names mark another crate.
+        dependencies.retain(|d| !files.iter().any(|f| !f.library && module_of(&f.path) == d));
         let mut by_name: HashMap<&str, Vec<FnId>> = HashMap::new();
         let mut by_method: HashMap<&str, Vec<FnId>> = HashMap::new();
         let consts = files
@@ -266,12 +268,7 @@ impl<'m> Unit<'m> {
             // `helm_kit::apply`: another crate's function. Only that crate's source (when it was read) has it;
             // a function of this crate that happens to share the name is not it.
             let first = module.split("::").next().unwrap_or(module);
-            if self.dependencies.contains(first)
-                && !self
-                    .files
-                    .iter()
-                    .any(|f| !f.library && module_of(&f.path) == first)
-            {
+            if self.dependencies.contains(first) {
                 return self.in_dependency(first, f);
             }
             let module = module.rsplit("::").next().unwrap_or(module);
