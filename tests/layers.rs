@@ -288,3 +288,49 @@ fn no_scan_source_file_over_600_lines() {
         .collect();
     assert!(long.is_empty(), "split these: {long:?}");
 }
+
+/// The code of a scan source file outside its `#[cfg(test)]` module (tests sit at the end of a file).
+fn non_test_code(file: &Path) -> String {
+    let text = std::fs::read_to_string(file).unwrap();
+    match text.find("#[cfg(test)]") {
+        Some(i) => text[..i].to_string(),
+        None => text,
+    }
+}
+
+/// `sema` is what every front end produces (Rust today, Go next): nothing in it may name a Rust parser's type.
+#[test]
+fn sema_names_no_front_end_type() {
+    let mut files = Vec::new();
+    rust_files(
+        &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("crates/ctrlaudit-scan/src/sema"),
+        &mut files,
+    );
+    assert!(!files.is_empty(), "the checker reads sema");
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        for banned in ["syn::", "proc_macro2", "quote::", "use syn", "ToTokens"] {
+            assert!(
+                !text.contains(banned),
+                "{} names `{banned}`: sema's facts are free of any front end's types",
+                f.display()
+            );
+        }
+    }
+}
+
+/// Stored text is never turned back into syntax: a fact the front end could not type stays unknown.
+#[test]
+fn no_code_text_is_parsed_again_outside_tests() {
+    let mut files = Vec::new();
+    rust_files(
+        &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("crates/ctrlaudit-scan/src"),
+        &mut files,
+    );
+    let parsing: Vec<String> = files
+        .iter()
+        .filter(|f| non_test_code(f).contains("parse_str"))
+        .map(|f| f.display().to_string())
+        .collect();
+    assert!(parsing.is_empty(), "these parse text again: {parsing:?}");
+}

@@ -5,7 +5,7 @@
 
 use super::depth;
 use super::tree::display;
-use super::{extract, imports, model, rules, suppress};
+use super::{extract, imports, rules, sema, suppress};
 use crate::Note;
 use crate::config::Config;
 use crate::finding::{Finding, Span};
@@ -30,7 +30,7 @@ pub(super) enum FileOutcome {
 /// What one file's text gave: its model when any of it parsed, the CA001 findings of what did not, and its
 /// suppression comments.
 pub(super) struct Analyzed {
-    pub(super) model: Option<model::FileModel>,
+    pub(super) model: Option<sema::FileModel>,
     pub(super) ca001: Vec<Finding>,
     pub(super) suppressions: Vec<suppress::Suppression>,
 }
@@ -263,7 +263,7 @@ pub(super) fn library_models(
     root: &Path,
     config: &Config,
     needles: &AhoCorasick,
-) -> Vec<model::FileModel> {
+) -> Vec<sema::FileModel> {
     let files: Vec<PathBuf> = ignore::WalkBuilder::new(root.join("src"))
         .build()
         .flatten()
@@ -273,7 +273,7 @@ pub(super) fn library_models(
     files
         .par_iter()
         .filter_map(|p| match process_file(p, config, needles) {
-            FileOutcome::Analyzed(a) => a.model.map(|m| model::FileModel { library: true, ..m }),
+            FileOutcome::Analyzed(a) => a.model.map(|m| sema::FileModel { library: true, ..m }),
             _ => None,
         })
         .collect()

@@ -7,13 +7,12 @@ pub mod baseline;
 pub mod crd_yaml;
 pub mod deps;
 pub mod depth;
-pub mod eval;
 pub mod extract;
 mod file;
 pub mod imports;
-pub mod model;
 pub mod rules;
 pub mod select;
+pub mod sema;
 pub mod suppress;
 mod tree;
 pub mod unit;
@@ -142,7 +141,7 @@ const UNIT_NEEDLES: &[&str] = &[
 /// CRD declarations from the crate's `src/` files that were not among the scanned paths, so that
 /// `scan src/controllers` still knows that a kind declared in `src/crd.rs` has the status
 /// subresource. Only files that mention `CustomResource` are parsed; their code is not judged.
-fn crd_context(root: &Path, scanned: &[PathBuf], config: &Config) -> Vec<model::FileModel> {
+fn crd_context(root: &Path, scanned: &[PathBuf], config: &Config) -> Vec<sema::FileModel> {
     let src = root.join("src");
     if !root.join("Cargo.toml").is_file() || !src.is_dir() {
         return Vec::new();
@@ -172,7 +171,7 @@ fn crd_context(root: &Path, scanned: &[PathBuf], config: &Config) -> Vec<model::
         let name = display(path);
         let analyzed = analyze_text(&name, &text, &BTreeMap::new(), file::deadline(config));
         if let Some(m) = analyzed.model {
-            out.push(model::FileModel {
+            out.push(sema::FileModel {
                 path: name,
                 crds: m.crds,
                 ..Default::default()
@@ -291,7 +290,7 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
         })
         .collect();
     let unique: BTreeSet<PathBuf> = lib_roots.iter().flatten().cloned().collect();
-    let libraries: HashMap<PathBuf, Vec<model::FileModel>> = pool.install(|| {
+    let libraries: HashMap<PathBuf, Vec<sema::FileModel>> = pool.install(|| {
         unique
             .into_par_iter()
             .map(|r| {
@@ -341,7 +340,7 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
                 }
                 let parsed = models.len();
                 models.extend(crd_context(root, rs, config));
-                let mut all: Vec<&model::FileModel> = models.iter().collect();
+                let mut all: Vec<&sema::FileModel> = models.iter().collect();
                 all.extend(libs.iter().filter_map(|r| libraries.get(r)).flatten());
                 let u = unit::Unit::with_dependencies(
                     all,

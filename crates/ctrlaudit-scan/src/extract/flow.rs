@@ -157,14 +157,16 @@ impl<'ast> Visit<'ast> for PrePass<'_, '_, '_> {
     }
 
     fn visit_item_const(&mut self, c: &'ast syn::ItemConst) {
-        let v = number(&c.expr, &self.ex.consts)
-            .or_else(|| duration_secs(&c.expr, &self.ex.consts, &|_| None));
+        let v = lower::value(&c.expr, &lower::no_locals);
+        let v = v
+            .number(&self.ex.consts, &unbound)
+            .or_else(|| v.secs(&self.ex.consts, &unbound));
         if let Some(v) = v {
             self.ex.consts.insert(c.ident.to_string(), v);
         }
     }
     fn visit_item_static(&mut self, c: &'ast syn::ItemStatic) {
-        if let Some(v) = duration_secs(&c.expr, &self.ex.consts, &|_| None) {
+        if let Some(v) = lower::value(&c.expr, &lower::no_locals).secs(&self.ex.consts, &unbound) {
             self.ex.consts.insert(c.ident.to_string(), v);
         }
     }

@@ -2,47 +2,23 @@
 
 use super::*;
 
-/// The bindings a `format!` names, inline (`{phase:?}`) or as arguments (`format!("{:?}", phase)`).
-fn formatted_names(text: &str) -> Vec<String> {
-    let Some(inner) = text
-        .strip_prefix("format!(")
-        .and_then(|t| t.strip_suffix(')'))
-    else {
-        return Vec::new();
-    };
-    let mut names: Vec<String> = inline_format_args(inner).map(str::to_string).collect();
-    names.extend(
-        inner
-            .split(',')
-            .skip(1)
-            .map(str::trim)
-            .filter(|n| is_ident(n))
-            .map(str::to_string),
-    );
-    names
-}
-
 impl<'ast> Extractor<'_, 'ast> {
     /// Records a value handed to a label, with the initialiser of the binding it names: whether that value is
     /// bounded is the rule's judgement.
     pub(super) fn check_label_value(&mut self, v: &Expr) {
-        let text = compact(v);
+        let value = lower::text(v);
         let bound_to = root_var(v)
             .and_then(|n| self.var(&n))
             .and_then(|var| var.init.as_ref())
-            .map(compact);
+            .map(lower::text);
         let span = self.span(v.span());
         let in_fn = self.fn_name();
         let formats_enum = self.fns.last().is_some_and(|f| {
-            !f.enum_vars.is_empty()
-                && formatted_names(&text)
-                    .iter()
-                    .all(|n| f.enum_vars.contains(n))
-                && !formatted_names(&text).is_empty()
+            !value.formats.is_empty() && value.formats.iter().all(|n| f.enum_vars.contains(n))
         });
         self.model.metric_label_values.push(LabelValue {
             span,
-            text,
+            value,
             bound_to,
             in_fn,
             formats_enum,
@@ -111,18 +87,5 @@ impl<'ast> Extractor<'_, 'ast> {
                 }
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::formatted_names;
-
-    #[test]
-    fn format_names_inline_and_positional_bindings() {
-        assert_eq!(formatted_names("format!(\"{phase:?}\")"), vec!["phase"]);
-        assert_eq!(formatted_names("format!(\"{:?}\",phase)"), vec!["phase"]);
-        assert!(formatted_names("format!(\"{}\",e.to_string())").is_empty());
-        assert!(formatted_names("obj.name_any()").is_empty());
     }
 }

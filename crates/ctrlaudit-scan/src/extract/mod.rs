@@ -2,9 +2,8 @@
 //! functions, kube API calls, controller builder chains, requeues and the local data flow the
 //! detectors need (which variables hold an `Api<K>`, a timestamp, a body with `status`).
 
-use super::eval::{compact, duration_secs, number};
 use super::imports::{EXTERNAL_ROOTS, Imports, is_kube_path};
-use super::model::*;
+use super::sema::*;
 use crate::finding::Span;
 use proc_macro2::{TokenStream, TokenTree};
 use quote::ToTokens;
@@ -18,6 +17,7 @@ mod blocking;
 mod controllers;
 mod flow;
 mod loops;
+pub mod lower;
 mod metric_labels;
 mod paths;
 mod syntax;
@@ -28,6 +28,7 @@ use api_calls::*;
 pub use controllers::mark_namespaced_builders;
 use controllers::*;
 use flow::*;
+use lower::compact;
 use syntax::*;
 use volatile::*;
 
@@ -446,7 +447,7 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
         if ctx.returns_text
             && let [only] = &returned[..]
         {
-            ctx.model.returned_text = Some(compact(only));
+            ctx.model.returned_text = Some(lower::text(only));
         }
         if ctx.returns_duration {
             let locals = |n: &str| ctx.vars.get(n).and_then(|v| v.init.clone());

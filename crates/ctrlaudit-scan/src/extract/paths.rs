@@ -287,11 +287,11 @@ impl<'ast> Extractor<'_, 'ast> {
                 let t = compact(&p.path);
                 if t.ends_with("Action::requeue") {
                     let arg = c.args.first()?;
-                    let (secs, unresolved) = self.const_duration(arg, &locals);
+                    let (secs, duration) = self.const_duration(arg, &locals);
                     return Some(Requeue {
                         span: self.span(c.span()),
                         secs,
-                        unresolved,
+                        duration,
                         text: compact(c),
                         ..Default::default()
                     });
@@ -304,7 +304,7 @@ impl<'ast> Extractor<'_, 'ast> {
                 Some(Requeue {
                     span: self.span(c.span()),
                     via: Some(via),
-                    via_args: c.args.iter().map(compact).collect(),
+                    via_args: c.args.iter().map(|a| lower::value(a, &locals)).collect(),
                     text: compact(c),
                     ..Default::default()
                 })
@@ -318,11 +318,11 @@ impl<'ast> Extractor<'_, 'ast> {
                     Expr::Call(c) if compact(&c.func) == "Some" => c.args.first()?,
                     _ => return None,
                 };
-                let (secs, unresolved) = self.const_duration(d, &locals);
+                let (secs, duration) = self.const_duration(d, &locals);
                 Some(Requeue {
                     span: self.span(f.span()),
                     secs,
-                    unresolved,
+                    duration,
                     text: compact(f),
                     ..Default::default()
                 })
@@ -331,42 +331,21 @@ impl<'ast> Extractor<'_, 'ast> {
         }
     }
 
-    /// A requeue duration in seconds if this file makes it a constant; otherwise its text for the
-    /// crate join, unless it is jittered (then it is deliberately not a constant).
+    /// A requeue duration in seconds if this file makes it a constant; otherwise the lowered value for the crate
+    /// join, unless it is jittered (then it is deliberately not a constant). A local the duration names is read
+    /// through its initialiser (`let delay = err.retry_after().unwrap_or(DEFAULT); Action::requeue(delay)`).
     pub(super) fn const_duration(
         &self,
         arg: &Expr,
-        locals: &dyn Fn(&str) -> Option<Expr>,
-    ) -> (Option<f64>, Option<String>) {
-        let text = compact(arg);
-        if text.contains("rand") || text.contains("jitter") {
+        locals: lower::Locals<'_>,
+    ) -> (Option<f64>, Option<Value>) {
+        let v = lower::value(arg, locals);
+        if v.is_jittered() {
             return (None, None);
         }
-        match duration_secs(arg, &self.consts, locals) {
+        match v.secs(&self.consts, &unbound) {
             Some(s) => (Some(s), None),
-            // `let delay = err.retry_after().unwrap_or(DEFAULT); Action::requeue(delay)`,
-            // `let secs = if converged { 300 } else { 10 }; ..from_secs(secs)`: the crate join reads what the
-            // bindings hold.
-            None => (None, Some(compact(&inline_locals(arg, locals)))),
+            None => (None, Some(v)),
         }
     }
-}
-
-/// `expr` with each local it names replaced by what the local was bound to (one level).
-fn inline_locals(expr: &Expr, locals: &dyn Fn(&str) -> Option<Expr>) -> Expr {
-    struct Inline<'l>(&'l dyn Fn(&str) -> Option<Expr>);
-    impl syn::visit_mut::VisitMut for Inline<'_> {
-        fn visit_expr_mut(&mut self, e: &mut Expr) {
-            if let Expr::Path(p) = e
-                && let Some(init) = p.path.get_ident().and_then(|i| (self.0)(&i.to_string()))
-            {
-                *e = init;
-                return;
-            }
-            syn::visit_mut::visit_expr_mut(self, e);
-        }
-    }
-    let mut out = expr.clone();
-    syn::visit_mut::VisitMut::visit_expr_mut(&mut Inline(locals), &mut out);
-    out
 }

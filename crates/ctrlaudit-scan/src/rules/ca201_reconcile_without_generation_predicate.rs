@@ -83,7 +83,7 @@ fn is_type_parameter(kind: &str) -> bool {
 }
 
 /// The kind a controller reconciles: from its Api, or else from the object the reconcile it runs takes.
-fn controlled_kind(cx: &Ctx<'_>, fi: usize, c: &crate::model::ControllerModel) -> Option<String> {
+fn controlled_kind(cx: &Ctx<'_>, fi: usize, c: &crate::sema::ControllerModel) -> Option<String> {
     c.kind.clone().or_else(|| {
         c.run
             .as_ref()
@@ -100,7 +100,7 @@ fn controlled_kind(cx: &Ctx<'_>, fi: usize, c: &crate::model::ControllerModel) -
 fn finalizer_hidden(
     cx: &Ctx<'_>,
     fi: usize,
-    c: &crate::model::ControllerModel,
+    c: &crate::sema::ControllerModel,
     out: &mut Vec<Finding>,
 ) {
     if !c.hides_finalizers {

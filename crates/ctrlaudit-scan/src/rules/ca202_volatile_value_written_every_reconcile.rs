@@ -3,7 +3,7 @@
 
 use super::{Ctx, finding};
 use crate::finding::{Evidence, Finding, Span};
-use crate::model::ApiCall;
+use crate::sema::ApiCall;
 use crate::unit::FnId;
 
 pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {

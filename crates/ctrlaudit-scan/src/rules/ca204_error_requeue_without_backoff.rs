@@ -3,7 +3,7 @@
 
 use super::{Ctx, finding, secs_text};
 use crate::finding::Finding;
-use crate::model::Requeue;
+use crate::sema::Requeue;
 
 pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
     let mut policies: Vec<_> = cx.policies.iter().copied().collect();

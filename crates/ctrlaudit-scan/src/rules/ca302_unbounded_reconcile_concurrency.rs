@@ -3,7 +3,7 @@
 
 use super::{Ctx, finding};
 use crate::finding::{Evidence, Finding, Span};
-use crate::model::ConcurrencyConfig;
+use crate::sema::ConcurrencyConfig;
 
 pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
     for file in &cx.unit.files {

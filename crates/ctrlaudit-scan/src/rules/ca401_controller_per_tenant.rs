@@ -3,7 +3,7 @@
 
 use super::{Ctx, finding};
 use crate::finding::{Evidence, Finding};
-use crate::model::SpawningLoop;
+use crate::sema::SpawningLoop;
 
 /// Words that make a loop one over tenants: one watcher per kind is how controllers are built, one per namespace
 /// is the anti-pattern.

@@ -2,7 +2,7 @@
 //! calls of thin wrappers (a dependency's, or the crate's own in loops) read as the one call they make.
 
 use super::{FnId, Unit};
-use crate::model::ApiCall;
+use crate::sema::ApiCall;
 use std::collections::HashMap;
 
 impl Unit<'_> {

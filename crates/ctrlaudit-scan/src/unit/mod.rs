@@ -6,7 +6,7 @@ mod dead_code;
 mod reach;
 mod values;
 
-use super::model::{ApiCall, FileModel, FnModel, Requeue};
+use super::sema::{ApiCall, Bindings, FileModel, FnModel, Requeue, Value, unbound};
 use crate::config::Config;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -155,33 +155,17 @@ impl<'m> Unit<'m> {
     /// An upper bound of a requeue's duration when it is computed but capped (`left.min(RETRY)`), with the
     /// crate's consts.
     pub fn requeue_at_most(&self, r: &Requeue) -> Option<f64> {
-        let e: syn::Expr = syn::parse_str(r.unresolved.as_deref()?).ok()?;
-        crate::eval::duration_at_most(&e, &self.consts)
+        r.duration.as_ref()?.secs_at_most(&self.consts)
     }
 
     /// The duration is chosen by a condition (`from_secs(if converged { 300 } else { 10 })`): its shortest value
     /// holds only while that condition says so.
     pub fn requeue_is_chosen(&self, r: &Requeue) -> bool {
-        struct HasIf(bool);
-        impl syn::visit::Visit<'_> for HasIf {
-            fn visit_expr_if(&mut self, _: &syn::ExprIf) {
-                self.0 = true;
-            }
-        }
-        let Some(e) = r
-            .unresolved
-            .as_deref()
-            .and_then(|t| syn::parse_str::<syn::Expr>(t).ok())
-        else {
-            return false;
-        };
-        let mut v = HasIf(false);
-        syn::visit::Visit::visit_expr(&mut v, &e);
-        v.0
+        r.duration.as_ref().is_some_and(Value::is_chosen)
     }
 
     fn requeue_secs_within(&self, r: &Requeue, from_file: usize, depth: usize) -> Option<f64> {
-        self.requeue_secs_with(r, from_file, depth, &|_| None)
+        self.requeue_secs_with(r, from_file, depth, &unbound)
     }
 
     /// `args` gives the enclosing helper's parameters their arguments at the call being followed.
@@ -190,7 +174,7 @@ impl<'m> Unit<'m> {
         r: &Requeue,
         from_file: usize,
         depth: usize,
-        args: &dyn Fn(&str) -> Option<syn::Expr>,
+        args: Bindings<'_>,
     ) -> Option<f64> {
         if let Some(via) = &r.via {
             // A builder of Actions (no API call, not async: `requeue::short_retry()`, `after_secs(5)`) whose every
@@ -208,20 +192,16 @@ impl<'m> Unit<'m> {
             {
                 return None;
             }
-            let passed: Vec<Option<syn::Expr>> = r
-                .via_args
-                .iter()
-                .map(|a| syn::parse_str::<syn::Expr>(a).ok())
-                .collect();
             let bind = |name: &str| {
                 let i = f.params.iter().position(|p| p == name)?;
-                let e = passed.get(i)?.clone()?;
+                let passed = r.via_args.get(i)?;
                 // A caller's own parameter passed on: what the caller was given.
-                match &e {
-                    syn::Expr::Path(p) if p.path.get_ident().is_some() => {
-                        args(&p.path.segments[0].ident.to_string()).or(Some(e))
-                    }
-                    _ => Some(e),
+                match passed {
+                    Value::Name {
+                        name,
+                        qualified: false,
+                    } => args(name).or_else(|| Some(passed.clone())),
+                    _ => Some(passed.clone()),
                 }
             };
             let mut secs = f.returns.iter().map(|ret| {
@@ -232,9 +212,9 @@ impl<'m> Unit<'m> {
             return secs.all(|s| s == Some(first)).then_some(first);
         }
         r.secs.or_else(|| {
-            let e: syn::Expr = syn::parse_str(r.unresolved.as_deref()?).ok()?;
-            crate::eval::duration_secs(&e, &self.consts, args)
-                .or_else(|| self.duration_or_default(&e, from_file))
+            let d = r.duration.as_ref()?;
+            d.secs(&self.consts, args)
+                .or_else(|| self.duration_or_default(d, from_file))
         })
     }
 
@@ -248,7 +228,7 @@ impl<'m> Unit<'m> {
         // A trait method on a type parameter reaches each impl of it (in any file); which one runs depends on
         // the instantiation, and every instantiation runs as a reconcile.
         if let Some(f) = name
-            .strip_prefix(crate::model::GENERIC)
+            .strip_prefix(crate::sema::GENERIC)
             .and_then(|n| n.strip_prefix("::"))
         {
             return self.prefer_crate(

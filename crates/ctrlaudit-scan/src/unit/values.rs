@@ -2,8 +2,7 @@
 //! duration, and which parameters reach the body of a write, through helpers that hand them on.
 
 use super::{FnId, Unit};
-use crate::eval::duration_secs;
-use crate::model::{ApiCall, DurationReturn, VolatileReturn};
+use crate::sema::{ApiCall, Callee, DurationReturn, Value, VolatileReturn, unbound};
 
 /// How many helpers deep a parameter is followed to a write (`patch_process_status` → `merge_status` →
 /// `patch_status`).
@@ -53,40 +52,26 @@ impl Unit<'_> {
         })
     }
 
-    /// The crate functions a call expression may run: a method call without arguments (`e.metric_label()`) among
-    /// the crate's methods, a call (`requeue::delay(..)`) by its name and module.
-    pub fn resolve_call_expr(&self, e: &syn::Expr, from_file: usize) -> Vec<FnId> {
-        match e {
-            syn::Expr::MethodCall(m) => self.resolve_method(&m.method.to_string()),
-            syn::Expr::Call(c) => match &*c.func {
-                syn::Expr::Path(p) => {
-                    let segs: Vec<String> = p
-                        .path
-                        .segments
-                        .iter()
-                        .map(|s| s.ident.to_string())
-                        .collect();
-                    self.resolve(&segs[segs.len().saturating_sub(2)..].join("::"), from_file)
-                }
-                _ => Vec::new(),
-            },
-            _ => Vec::new(),
+    /// The crate functions a call may run: a method (`e.metric_label()`) among the crate's methods, a function
+    /// (`requeue::delay(..)`) by its name and module.
+    pub fn resolve_callee(&self, callee: &Callee, from_file: usize) -> Vec<FnId> {
+        match callee {
+            Callee::Method(m) => self.resolve_method(m),
+            Callee::Path(p) => self.resolve(p, from_file),
         }
     }
 
     /// `err.retry_after().unwrap_or(DEFAULT)` (or `unwrap_or_else(|| DEFAULT)`) where the crate's `retry_after`
     /// returns that same constant or `None` on every path: the constant.
-    pub(super) fn duration_or_default(&self, e: &syn::Expr, from_file: usize) -> Option<f64> {
-        let syn::Expr::MethodCall(m) = e else {
+    pub(super) fn duration_or_default(&self, v: &Value, from_file: usize) -> Option<f64> {
+        let Value::OrDefault { of, default } = v else {
             return None;
         };
-        let fallback = match (m.method.to_string().as_str(), m.args.first()?) {
-            ("unwrap_or", d) => d,
-            ("unwrap_or_else", syn::Expr::Closure(c)) if c.inputs.is_empty() => &*c.body,
-            _ => return None,
+        let Value::Call { callee, .. } = &**of else {
+            return None;
         };
-        let default = duration_secs(fallback, &self.consts, &|_| None)?;
-        let targets = self.resolve_call_expr(&m.receiver, from_file);
+        let default = default.secs(&self.consts, &unbound)?;
+        let targets = self.resolve_callee(callee, from_file);
         let [target] = targets[..] else {
             return None;
         };

@@ -3,6 +3,9 @@
 
 use crate::finding::Span;
 
+mod value;
+pub use value::*;
+
 /// The receiver of a call on a type parameter, in a call's name (`<generic>::reconcile_record`): a trait method
 /// that every impl of the crate may answer.
 pub const GENERIC: &str = "<generic>";
@@ -80,10 +83,10 @@ pub struct Site {
 #[derive(Debug, Clone)]
 pub struct LabelValue {
     pub span: Span,
-    /// The value's expression, compacted: `obj.name_any()`.
-    pub text: String,
-    /// When the value is a binding, its initialiser's text: `let n = obj.name_any();` gives `obj.name_any()`.
-    pub bound_to: Option<String>,
+    /// The value: `obj.name_any()`.
+    pub value: TextExpr,
+    /// When the value is a binding, its initialiser: `let n = obj.name_any();` gives `obj.name_any()`.
+    pub bound_to: Option<TextExpr>,
     /// Name of the function the value is in.
     pub in_fn: String,
     /// The bindings the value formats (`format!("{phase:?}")`) that the function matches against enum variants
@@ -156,9 +159,9 @@ pub struct FnModel {
     pub volatile_args: Vec<VolatileArg>,
     /// Parameters handed on, unguarded, to another call: where the callee's `param_writes` make them written here.
     pub param_passes: Vec<ParamPass>,
-    /// Returns text (`String`, `&str`, `Cow<str>`) from one expression: that expression, compacted
+    /// Returns text (`String`, `&str`, `Cow<str>`) from one expression: that expression
     /// (`format!("{self:?}").to_lowercase()`).
-    pub returned_text: Option<String>,
+    pub returned_text: Option<TextExpr>,
     /// Returns a `Duration` or `Option<Duration>`: what each return is (see [`DurationReturn`]).
     pub duration_returns: Vec<DurationReturn>,
     /// Every call returns a value built from a volatile source (`fn condition(..) -> Condition` stamping
@@ -299,9 +302,9 @@ pub struct Requeue {
     pub span: Span,
     /// Seconds when the duration is a constant; `None` when computed or jittered.
     pub secs: Option<f64>,
-    /// The duration expression when this file alone cannot evaluate it (it may name a const of
-    /// another file of the crate): the crate join tries again.
-    pub unresolved: Option<String>,
+    /// The duration when this file alone cannot evaluate it (it may name a const of another file of the crate,
+    /// or be capped or chosen at run time): the crate join evaluates it again. `None` when jittered.
+    pub duration: Option<Value>,
     /// Inside an `if`/`match` branch rather than unconditional.
     pub conditional: bool,
     /// On an error path: a `map_err`/`or_else`/`unwrap_or_else` closure, an `Err(..)` match arm, an
@@ -321,8 +324,8 @@ pub struct Requeue {
     /// What a call of a function returns (`Ok(requeue::short_retry())`): its name, as `FnModel::calls` holds it;
     /// the crate join reads the duration from that function's returns.
     pub via: Option<String>,
-    /// The arguments of that call, as written: `SHORT_RETRY_SECONDS` for `after_secs(SHORT_RETRY_SECONDS)`.
-    pub via_args: Vec<String>,
+    /// The arguments of that call: `SHORT_RETRY_SECONDS` for `after_secs(SHORT_RETRY_SECONDS)`.
+    pub via_args: Vec<Value>,
     pub text: String,
 }
 
