@@ -103,15 +103,7 @@ impl<'ast> Extractor<'_, 'ast> {
     /// Records a call of a crate function by the name the crate join resolves, and returns that name.
     pub(super) fn record_call_name(&mut self, p: &syn::Path) -> Option<String> {
         let name = self.call_name(p)?;
-        let f = self.fns.last_mut()?;
-        if self.deletion_path > 0 {
-            f.model.deletion_calls.push(name.clone());
-        } else if self.error_path > 0 {
-            f.model.error_calls.push(name.clone());
-        } else {
-            f.model.calls.push(name.clone());
-            self.note_call(&name);
-        }
+        self.push_call(Callee::Path(name.clone()));
         Some(name)
     }
 

@@ -147,7 +147,8 @@ struct ArmFrame {
     /// The branch depth inside the arm: a write at this depth is unconditional within the arm.
     depth: usize,
     reads: Vec<usize>,
-    calls: Vec<String>,
+    /// Indices of the calls made in the arm (into `FnModel::calls`).
+    calls: Vec<usize>,
     /// The arm logs an error (`error!(..)`, or a log line that says "error"): what it returns is a failure's.
     logs_error: bool,
     /// A state write happened at the arm's own depth.

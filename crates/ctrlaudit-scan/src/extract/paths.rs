@@ -39,18 +39,10 @@ impl<'ast> Extractor<'_, 'ast> {
                     c.on_error = true;
                 }
             }
-            for name in done.calls {
-                for list in [
-                    &mut f.model.calls,
-                    &mut f.model.self_calls,
-                    &mut f.model.method_calls,
-                ] {
-                    if let Some(at) = list.iter().rposition(|n| *n == name) {
-                        list.remove(at);
-                        break;
-                    }
+            for i in done.calls {
+                if let Some(c) = f.model.calls.get_mut(i) {
+                    c.ctx.path = CallPath::Error;
                 }
-                f.model.error_calls.push(name);
             }
             return done.wrote;
         }
@@ -97,32 +89,57 @@ impl<'ast> Extractor<'_, 'ast> {
         }
     }
 
-    /// Notes a call of a crate function (for [`FnModel::transition_calls`]), which may itself change state.
-    pub(super) fn note_call(&mut self, name: &str) {
-        if let Some(vs) = self.variants.last().cloned()
-            && let Some(f) = self.fns.last_mut()
-        {
-            f.model.variant_calls.push((name.to_string(), vs));
+    /// Records a call of a function or method with where it is made; one on the routine path is noted for the
+    /// arm it is in (see [`Self::note_call`]).
+    pub(super) fn push_call(&mut self, callee: Callee) {
+        let path = if self.deletion_path > 0 {
+            CallPath::Deletion
+        } else if self.error_path > 0 {
+            CallPath::Error
+        } else {
+            CallPath::Routine
+        };
+        let routine = path == CallPath::Routine;
+        let ctx = CallCtx {
+            path,
+            in_loop: routine && matches!(self.current_scope(), Some(Scope::Loop | Scope::While)),
+            transition: false,
+            variants: if routine {
+                self.variants.last().cloned().unwrap_or_default()
+            } else {
+                Vec::new()
+            },
+        };
+        let name = callee.name().to_string();
+        let Some(f) = self.fns.last_mut() else {
+            return;
+        };
+        f.model.calls.push(Call { callee, ctx });
+        if routine {
+            let index = f.model.calls.len() - 1;
+            self.note_call(index, &name);
         }
-        let in_loop = matches!(self.current_scope(), Some(Scope::Loop | Scope::While));
-        if in_loop && let Some(f) = self.fns.last_mut() {
-            f.model.loop_calls.push(name.to_string());
-        }
+    }
+
+    /// Notes a routine call of a crate function, which may itself change state, for the arm it is in: a step of
+    /// a change when the arm goes on to write (see [`CallCtx::transition`]).
+    fn note_call(&mut self, index: usize, name: &str) {
         // A call that moves the object to another phase (`transition_to_releasing`, `set_phase`) is the step
         // itself: what it reads runs once. One that writes a status (`patch_status_with_condition`) may run on
         // every pass: what it reads runs whenever the arm does.
-        let f = name.rsplit("::").next().unwrap_or(name);
-        let moves_phase = f.starts_with("transition") || f.contains("phase");
-        if changes_state(f) && !moves_phase {
+        let moves_phase = name.starts_with("transition") || name.contains("phase");
+        if changes_state(name) && !moves_phase {
             self.note_state_write();
         }
         if let Some(f) = self.fns.last_mut() {
             // After a delete on this branch: waiting for it to go, recreating: a step of that change.
             let after_delete = f.arms.last().is_some_and(|a| a.deleted);
             if after_delete {
-                f.model.transition_calls.push(name.to_string());
+                if let Some(c) = f.model.calls.get_mut(index) {
+                    c.ctx.transition = true;
+                }
             } else if let Some(arm) = f.arms.last_mut() {
-                arm.calls.push(name.to_string());
+                arm.calls.push(index);
             }
         }
         if moves_phase {
@@ -148,7 +165,11 @@ impl<'ast> Extractor<'_, 'ast> {
                 c.then_writes_on_branch = true;
             }
         }
-        f.model.transition_calls.append(&mut arm.calls);
+        for i in arm.calls.drain(..) {
+            if let Some(c) = f.model.calls.get_mut(i) {
+                c.ctx.transition = true;
+            }
+        }
     }
 
     /// A log macro in the current arm that reports an error marks the arm as a failure's (see
@@ -204,7 +225,10 @@ impl<'ast> Extractor<'_, 'ast> {
             return;
         }
         if let Some(f) = self.fns.last_mut() {
-            f.model.dispatches.push(Dispatch { callee, handled });
+            f.model.dispatches.push(Dispatch {
+                callee: Callee::Path(callee),
+                handled,
+            });
         }
     }
 

@@ -241,16 +241,11 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
         }
         self.record_volatile_args(method.clone(), m.args.iter());
         let plain = self.deletion_path == 0 && self.error_path == 0;
-        if let Some(f) = self.fns.last_mut() {
-            match &*m.receiver {
-                _ if self.deletion_path > 0 => f.model.deletion_calls.push(method.clone()),
-                _ if self.error_path > 0 => f.model.error_calls.push(method.clone()),
-                Expr::Path(p) if p.path.is_ident("self") => f.model.self_calls.push(method.clone()),
-                _ => f.model.method_calls.push(method.clone()),
-            }
-        }
+        self.push_call(match &*m.receiver {
+            Expr::Path(p) if p.path.is_ident("self") => Callee::SelfMethod(method.clone()),
+            _ => Callee::Method(method.clone()),
+        });
         if plain {
-            self.note_call(&method);
             self.record_api_arg_call(
                 &method,
                 true,

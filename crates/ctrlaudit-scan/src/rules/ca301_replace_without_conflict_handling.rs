@@ -26,9 +26,9 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
             let handled_above = |c: &crate::unit::FnId| {
                 let f = cx.unit.func(*c);
                 f.handles_conflict
-                    || f.loop_calls
-                        .iter()
-                        .any(|n| n.rsplit("::").next() == Some(func.name.as_str()))
+                    || f.calls.iter().any(|call| {
+                        call.ctx.in_loop && cx.unit.resolve_callee(&call.callee, c.0).contains(&id)
+                    })
             };
             if !callers.is_empty() && callers.iter().all(handled_above) {
                 continue;

@@ -121,27 +121,11 @@ pub struct FnModel {
     pub returns_action: bool,
     /// Has a `&E` parameter besides the object: the shape of an error_policy.
     pub has_error_ref_param: bool,
-    /// Names of functions called (free fns, `Self::x`, `module::x`), for reachability.
-    pub calls: Vec<String>,
-    /// Names of methods called on `self`.
-    pub self_calls: Vec<String>,
-    /// Names of methods called on other receivers (`cdb.reconcile(ctx)`, `self.spec.lookup()`), followed to the
-    /// crate's own methods of that name.
-    pub method_calls: Vec<String>,
-    /// Functions and methods called on the deletion path (a finalizer's `Cleanup` arm, a branch taken because
-    /// `deletion_timestamp` is set): they run once per deletion, not on every reconcile.
-    pub deletion_calls: Vec<String>,
+    /// Calls of functions and methods that may be the crate's own or a dependency's (not kube's API, see
+    /// `api_calls`), in the order written, each with where in the function it is made.
+    pub calls: Vec<Call>,
     /// `match x { A::B => .., _ => f(..) }`: what is left of an enum after the arms before it, handed to `f`.
     pub dispatches: Vec<Dispatch>,
-    /// Calls made in an enum match arm, with the arm's variants (see `Requeue::variants`).
-    pub variant_calls: Vec<(String, Vec<String>)>,
-    /// Functions and methods called inside a `loop`/`while` body: called again on the next round.
-    pub loop_calls: Vec<String>,
-    /// Functions and methods called on an error path (inside `Err(..)`, a `map_err` closure, an `Err` arm): what
-    /// only they reach runs when something failed, not on every reconcile.
-    pub error_calls: Vec<String>,
-    /// The calls made on a branch arm that goes on to change state (see [`ApiCall::then_writes_on_branch`]).
-    pub transition_calls: Vec<String>,
     /// Fields set in struct literals of Kubernetes spec and reference types (`DeploymentSpec { replicas: .. }`,
     /// `CrossVersionObjectReference { kind: .. }`): what the objects this function builds say.
     pub spec_fields: Vec<FieldInit>,
@@ -179,11 +163,45 @@ pub struct FnModel {
     pub spawning_loops: Vec<SpawningLoop>,
 }
 
+/// A call of a function or method, before the crate join resolves it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Call {
+    pub callee: Callee,
+    pub ctx: CallCtx,
+}
+
+/// Which path through its function a call is on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CallPath {
+    /// Runs whenever the function does (on its branches, when they are taken).
+    #[default]
+    Routine,
+    /// On an error path (inside `Err(..)`, a `map_err` closure, an `Err` arm, an arm that logs an error and
+    /// fails): what only it reaches runs when something failed, not on every reconcile.
+    Error,
+    /// On the deletion path (a finalizer's `Cleanup` arm, a branch taken because `deletion_timestamp` is set):
+    /// once per deletion.
+    Deletion,
+}
+
+/// Where a call is made, as data.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct CallCtx {
+    pub path: CallPath,
+    /// Inside a `loop`/`while` body: called again on the next round.
+    pub in_loop: bool,
+    /// On a branch arm that goes on to change state (see [`ApiCall::then_writes_on_branch`]): a creation or
+    /// transition step, which runs until its write lands rather than on every pass.
+    pub transition: bool,
+    /// The variants of the innermost enum match arm it is in (see `Requeue::variants`).
+    pub variants: Vec<String>,
+}
+
 /// A catch-all match arm that hands the rest to a function: `_ => super::reconcile_apply(obj, ctx).await`.
 #[derive(Debug, Clone)]
 pub struct Dispatch {
-    /// The called name, as `FnModel::calls` holds it.
-    pub callee: String,
+    /// The function called.
+    pub callee: Callee,
     /// The variants the arms before it take (no guard), by last path segment: `RebuildingReplicas`.
     pub handled: Vec<String>,
 }

@@ -10,8 +10,22 @@ use std::collections::HashMap;
 pub enum Callee {
     /// A method called on some receiver: `err.retry_after()`, `e.metric_label()`.
     Method(String),
-    /// A function by its path's last two segments: `requeue::delay`, `Self::label`, `kind`.
+    /// A method called on `self`: `self.ensure_service(..)`.
+    SelfMethod(String),
+    /// A function by its path's last two segments (`requeue::delay`, `Self::label`, `kind`), or as the front end
+    /// names it for the crate join (`module::f`, `super::f`, `<generic>::f` for a trait method on a type
+    /// parameter).
     Path(String),
+}
+
+impl Callee {
+    /// The function's own name, without module or receiver.
+    pub fn name(&self) -> &str {
+        match self {
+            Callee::Method(n) | Callee::SelfMethod(n) => n,
+            Callee::Path(p) => p.rsplit("::").next().unwrap_or(p),
+        }
+    }
 }
 
 /// Arithmetic the evaluator follows.

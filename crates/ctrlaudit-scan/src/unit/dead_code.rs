@@ -2,6 +2,7 @@
 //! so `legacy`'s own `A` arm, and what only it calls, never run. And who calls whom, for judgements that need it.
 
 use super::{FnId, Unit};
+use crate::sema::CallPath;
 use std::collections::{HashMap, HashSet};
 
 impl Unit<'_> {
@@ -19,13 +20,14 @@ impl Unit<'_> {
     pub(super) fn only_called_from_dead_arms(&self) -> HashSet<FnId> {
         let mut from_dead: HashMap<FnId, usize> = HashMap::new();
         for (&caller, dead) in &self.dead_variants {
-            for (name, vs) in &self.func(caller).variant_calls {
-                if vs.iter().all(|v| dead.contains(v)) {
-                    for t in self
-                        .resolve(name, caller.0)
-                        .into_iter()
-                        .chain(self.resolve_method(name))
-                    {
+            let in_arms = self
+                .func(caller)
+                .calls
+                .iter()
+                .filter(|c| !c.ctx.variants.is_empty());
+            for c in in_arms {
+                if c.ctx.variants.iter().all(|v| dead.contains(v)) {
+                    for t in self.resolve_callee(&c.callee, caller.0) {
                         *from_dead.entry(t).or_default() += 1;
                     }
                 }
@@ -43,26 +45,22 @@ impl Unit<'_> {
         self.all_fns().map(|c| self.calls_from(c, target)).sum()
     }
 
-    /// How many of `caller`'s calls (by name, as reachability follows them) may land on `target`.
+    /// How many of `caller`'s calls (as reachability follows them: not those on the deletion path) may land on
+    /// `target`.
     fn calls_from(&self, caller: FnId, target: FnId) -> usize {
-        let f = self.func(caller);
-        f.calls
+        self.func(caller)
+            .calls
             .iter()
-            .chain(&f.self_calls)
-            .chain(&f.error_calls)
-            .filter(|n| self.resolve(n, caller.0).contains(&target))
+            .filter(|c| c.ctx.path != CallPath::Deletion)
+            .filter(|c| self.resolve_callee(&c.callee, caller.0).contains(&target))
             .count()
-            + f.method_calls
-                .iter()
-                .filter(|n| self.resolve_method(n).contains(&target))
-                .count()
     }
 
     pub(super) fn dispatched_away(&self) -> HashMap<FnId, HashSet<String>> {
         let mut handed: HashMap<FnId, Vec<&Vec<String>>> = HashMap::new();
         for id in self.all_fns() {
             for d in &self.func(id).dispatches {
-                for t in self.resolve(&d.callee, id.0) {
+                for t in self.resolve_callee(&d.callee, id.0) {
                     handed.entry(t).or_default().push(&d.handled);
                 }
             }

@@ -6,7 +6,7 @@ mod dead_code;
 mod reach;
 mod values;
 
-use super::sema::{ApiCall, Bindings, FileModel, FnModel, Requeue, Value, unbound};
+use super::sema::{ApiCall, Bindings, CallPath, FileModel, FnModel, Requeue, Value, unbound};
 use crate::config::Config;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -434,14 +434,8 @@ impl<'m> Unit<'m> {
             .files
             .iter()
             .flat_map(|f| f.fns.iter())
-            .flat_map(|f| {
-                f.calls
-                    .iter()
-                    .chain(&f.self_calls)
-                    .chain(&f.method_calls)
-                    .chain(&f.deletion_calls)
-            })
-            .map(|n| n.rsplit("::").next().unwrap_or(n))
+            .flat_map(|f| f.calls.iter().filter(|c| c.ctx.path != CallPath::Error))
+            .map(|c| c.callee.name())
             .collect();
         for (fi, f) in self.files.iter().enumerate().filter(|(_, f)| !f.library) {
             for (ni, func) in f.fns.iter().enumerate() {

@@ -2,6 +2,7 @@
 //! as a step of a change.
 
 use super::{FnId, Unit};
+use crate::sema::{Call, CallPath};
 use std::collections::{BTreeMap, HashSet, VecDeque};
 
 impl Unit<'_> {
@@ -54,47 +55,22 @@ impl Unit<'_> {
             seen.insert(r, path);
             queue.push_back(r);
         }
-        let none: Vec<String> = Vec::new();
         while let Some(id) = queue.pop_front() {
             let f = self.func(id);
             let path = seen.get(&id).cloned().unwrap_or_default();
-            let error_calls = if edges == Edges::WithErrors {
-                &f.error_calls
-            } else {
-                &none
+            let followed = |c: &&Call| match c.ctx.path {
+                CallPath::Routine => !(edges == Edges::Routine && c.ctx.transition),
+                CallPath::Error => edges == Edges::WithErrors,
+                // Once per deletion, not on a reconcile pass.
+                CallPath::Deletion => false,
             };
-            // A name called as often on the excluded edges as in all is only called there.
-            let excluded = match edges {
-                Edges::Routine => &f.transition_calls,
-                Edges::Normal | Edges::WithErrors => &none,
-            };
-            let followed = |n: &&String| {
-                excluded.is_empty()
-                    || f.calls
-                        .iter()
-                        .chain(&f.self_calls)
-                        .chain(&f.method_calls)
-                        .filter(|c| c == n)
-                        .count()
-                        > excluded.iter().filter(|c| c == n).count()
-            };
-            let callees = f
+            let callees: Vec<FnId> = f
                 .calls
                 .iter()
-                .chain(f.self_calls.iter())
                 .filter(followed)
-                .chain(error_calls.iter())
-                .flat_map(|n| self.resolve(n, id.0))
-                .chain(
-                    f.method_calls
-                        .iter()
-                        .filter(followed)
-                        .flat_map(|n| self.resolve_method(n)),
-                )
-                .chain(error_calls.iter().flat_map(|n| self.resolve_method(n)))
-                .collect::<Vec<_>>();
+                .flat_map(|c| self.resolve_callee(&c.callee, id.0))
+                .collect();
             for callee in callees {
-                // Calls on the deletion path are not followed (see `deletion_calls`): once per deletion.
                 if seen.contains_key(&callee) {
                     continue;
                 }

@@ -57,6 +57,8 @@ impl Unit<'_> {
     pub fn resolve_callee(&self, callee: &Callee, from_file: usize) -> Vec<FnId> {
         match callee {
             Callee::Method(m) => self.resolve_method(m),
+            // `self.f(..)`: the method of this file's impl first, as a bare name resolves.
+            Callee::SelfMethod(m) => self.resolve(m, from_file),
             Callee::Path(p) => self.resolve(p, from_file),
         }
     }
