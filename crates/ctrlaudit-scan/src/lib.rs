@@ -340,10 +340,12 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
                 }
                 let parsed = models.len();
                 models.extend(crd_context(root, rs, config));
-                let mut all: Vec<&sema::FileModel> = models.iter().collect();
-                all.extend(libs.iter().filter_map(|r| libraries.get(r)).flatten());
-                let u = unit::Unit::with_dependencies(
-                    all,
+                let u = unit::join(
+                    &mut models,
+                    libs.iter()
+                        .filter_map(|r| libraries.get(r))
+                        .flatten()
+                        .collect(),
                     yaml_kinds,
                     config,
                     selector.dependency_names(root),
@@ -458,21 +460,25 @@ fn judge_sources(files: &[(&str, &str)], config: &Config) -> Vec<Finding> {
     // As in `scan`: no allow comment applies to CA001.
     let mut unparsed = Vec::new();
     let mut parsed = Vec::new();
+    let mut models = Vec::new();
     for (name, text) in files {
         let a = analyze_text(name, text, &config.aliases, file::deadline(config));
         unparsed.extend(a.ca001);
         if let Some(m) = a.model {
-            parsed.push((*name, a.suppressions, m));
+            parsed.push((*name, a.suppressions));
+            models.push(m);
         }
     }
     if !parsed.is_empty() {
-        let u = unit::Unit::new(
-            parsed.iter().map(|(_, _, m)| m).collect(),
+        let u = unit::join(
+            &mut models,
+            Vec::new(),
             HashMap::new(),
             config,
+            Default::default(),
         );
         findings.extend(rules::run_all(&u));
-        for (name, sups, _) in &parsed {
+        for (name, sups) in &parsed {
             let extra = suppress::apply(name, sups, &mut findings);
             findings.extend(extra);
         }

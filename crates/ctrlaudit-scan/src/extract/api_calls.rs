@@ -103,7 +103,15 @@ impl<'ast> Extractor<'_, 'ast> {
     /// Records a call of a crate function by the name the crate join resolves, and returns that name.
     pub(super) fn record_call_name(&mut self, p: &syn::Path) -> Option<String> {
         let name = self.call_name(p)?;
-        self.push_call(Callee::Path(name.clone()));
+        let type_args = p
+            .segments
+            .last()
+            .map(|s| match &s.arguments {
+                syn::PathArguments::AngleBracketed(a) => turbofish(&a.args),
+                _ => Vec::new(),
+            })
+            .unwrap_or_default();
+        self.push_call(Callee::Path(name.clone()), type_args);
         Some(name)
     }
 
@@ -365,8 +373,11 @@ impl<'ast> Extractor<'_, 'ast> {
         );
         if let Some(f) = self.fns.last_mut() {
             f.model.api_arg_calls.push(ApiArgCall {
-                callee: callee.to_string(),
-                method,
+                callee: if method {
+                    Callee::Method(callee.to_string())
+                } else {
+                    Callee::Path(callee.to_string())
+                },
                 passes_api,
                 call,
             });

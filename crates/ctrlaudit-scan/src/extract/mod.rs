@@ -362,6 +362,12 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
                 .collect(),
             ..FnCtx::default()
         };
+        ctx.model.generics = sig
+            .generics
+            .type_params()
+            .map(|t| t.ident.to_string())
+            .chain(self.impl_generics.iter().cloned())
+            .collect();
         let ret = compact(&sig.output);
         ctx.model.returns_volatile = self.volatile_fns.get(&name).map(|v| VolatileReturn {
             span: v.span.clone(),

@@ -91,7 +91,7 @@ impl<'ast> Extractor<'_, 'ast> {
 
     /// Records a call of a function or method with where it is made; one on the routine path is noted for the
     /// arm it is in (see [`Self::note_call`]).
-    pub(super) fn push_call(&mut self, callee: Callee) {
+    pub(super) fn push_call(&mut self, callee: Callee, type_args: Vec<String>) {
         let path = if self.deletion_path > 0 {
             CallPath::Deletion
         } else if self.error_path > 0 {
@@ -114,7 +114,11 @@ impl<'ast> Extractor<'_, 'ast> {
         let Some(f) = self.fns.last_mut() else {
             return;
         };
-        f.model.calls.push(Call { callee, ctx });
+        f.model.calls.push(Call {
+            callee,
+            type_args,
+            ctx,
+        });
         if routine {
             let index = f.model.calls.len() - 1;
             self.note_call(index, &name);
@@ -327,7 +331,7 @@ impl<'ast> Extractor<'_, 'ast> {
                 let via = self.call_name(&p.path)?;
                 Some(Requeue {
                     span: self.span(c.span()),
-                    via: Some(via),
+                    via: Some(Callee::Path(via)),
                     via_args: c.args.iter().map(|a| lower::value(a, &locals)).collect(),
                     text: compact(c),
                     ..Default::default()

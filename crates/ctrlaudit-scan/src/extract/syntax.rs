@@ -411,3 +411,22 @@ pub(super) fn inline_format_args(lit: &str) -> impl Iterator<Item = &str> {
         .filter_map(|p| p.split(['}', ':']).next())
         .filter(|n| is_ident(n))
 }
+
+/// The types of a turbofish, by last path segment: `[ARecord]` of `::<ARecord>`, `[Pod]` of `::<core::v1::Pod>`;
+/// what is not a plain path (a reference, a tuple) is `_`.
+pub(super) fn turbofish(
+    args: &syn::punctuated::Punctuated<syn::GenericArgument, syn::Token![,]>,
+) -> Vec<String> {
+    args.iter()
+        .filter_map(|a| match a {
+            syn::GenericArgument::Type(Type::Path(t)) => Some(
+                t.path
+                    .segments
+                    .last()
+                    .map_or_else(|| "_".to_string(), |s| s.ident.to_string()),
+            ),
+            syn::GenericArgument::Type(_) => Some("_".to_string()),
+            _ => None,
+        })
+        .collect()
+}

@@ -241,10 +241,16 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
         }
         self.record_volatile_args(method.clone(), m.args.iter());
         let plain = self.deletion_path == 0 && self.error_path == 0;
-        self.push_call(match &*m.receiver {
-            Expr::Path(p) if p.path.is_ident("self") => Callee::SelfMethod(method.clone()),
-            _ => Callee::Method(method.clone()),
-        });
+        self.push_call(
+            match &*m.receiver {
+                Expr::Path(p) if p.path.is_ident("self") => Callee::SelfMethod(method.clone()),
+                _ => Callee::Method(method.clone()),
+            },
+            m.turbofish
+                .as_ref()
+                .map(|t| turbofish(&t.args))
+                .unwrap_or_default(),
+        );
         if plain {
             self.record_api_arg_call(
                 &method,

@@ -112,6 +112,9 @@ pub struct FnModel {
     pub span: Span,
     /// The `K` of a first parameter `Arc<K>`, `&K` or `K` when the function looks like a reconcile.
     pub object_kind: Option<String>,
+    /// The type parameters it is generic over, its own first, in order, then its impl's: `K` of
+    /// `fn run<K: Resource>(..)`. A kind named by one of them is whatever the callers instantiate it with.
+    pub generics: Vec<String>,
     /// Parameter names by position (`self` not counted; empty for a pattern).
     pub params: Vec<String>,
     /// Returns an `Api<K>` (`fn process_api(&self, ns: &str) -> Api<Process>`): `Some(kind)`, the kind when the
@@ -167,6 +170,8 @@ pub struct FnModel {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Call {
     pub callee: Callee,
+    /// The types a turbofish names, by last path segment: `ARecord` of `run::<ARecord>(..)`.
+    pub type_args: Vec<String>,
     pub ctx: CallCtx,
 }
 
@@ -224,10 +229,8 @@ pub struct SpawningLoop {
 /// dependency's thin wrapper of one API call, the crate join reads it as that call, made here.
 #[derive(Debug, Clone)]
 pub struct ApiArgCall {
-    /// The called name, as `FnModel::calls` holds it.
-    pub callee: String,
-    /// Called as a method (`x.apply(&api, ..)`): resolved among methods.
-    pub method: bool,
+    /// The function or method called (`x.apply(&api, ..)` is resolved among methods).
+    pub callee: Callee,
     /// An argument is a kube `Api` (not only a module-qualified call that may build one).
     pub passes_api: bool,
     /// Where and how it is called; `method` is empty and `kind` is the `Api`'s.
@@ -339,9 +342,9 @@ pub struct Requeue {
     pub after_write: bool,
     /// The variants of the innermost enum match arm it is in (`Phase::Quiescing => ..`), by last path segment.
     pub variants: Vec<String>,
-    /// What a call of a function returns (`Ok(requeue::short_retry())`): its name, as `FnModel::calls` holds it;
-    /// the crate join reads the duration from that function's returns.
-    pub via: Option<String>,
+    /// What a call of a function returns (`Ok(requeue::short_retry())`): the crate join reads the duration from
+    /// that function's returns.
+    pub via: Option<Callee>,
     /// The arguments of that call: `SHORT_RETRY_SECONDS` for `after_secs(SHORT_RETRY_SECONDS)`.
     pub via_args: Vec<Value>,
     pub text: String,

@@ -68,11 +68,7 @@ impl Unit<'_> {
         let mut out: HashMap<FnId, Vec<ApiCall>> = HashMap::new();
         for id in self.all_fns() {
             for a in &self.func(id).api_arg_calls {
-                let targets = if a.method {
-                    self.resolve_method(&a.callee)
-                } else {
-                    self.resolve(&a.callee, id.0)
-                };
+                let targets = self.resolve_callee(&a.callee, id.0);
                 let [target] = targets[..] else {
                     continue;
                 };

@@ -3,11 +3,13 @@
 
 mod api_calls;
 mod dead_code;
+mod generics;
 mod reach;
 mod values;
 
 use super::sema::{ApiCall, Bindings, CallPath, FileModel, FnModel, Requeue, Value, unbound};
 use crate::config::Config;
+pub use generics::{Instantiations, join};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// See [`Unit::resolve_method`].
@@ -180,7 +182,7 @@ impl<'m> Unit<'m> {
             // A builder of Actions (no API call, not async: `requeue::short_retry()`, `after_secs(5)`) whose every
             // return is the same constant requeue; helpers of helpers, a few deep. A reconcile step that returns an
             // Action is judged where its own requeues are.
-            let [target] = self.resolve(via, from_file)[..] else {
+            let [target] = self.resolve_callee(via, from_file)[..] else {
                 return None;
             };
             let f = self.func(target);
