@@ -72,12 +72,7 @@ pub fn value(expr: &Expr, locals: Locals<'_>) -> Value {
             Value::Choice { then, otherwise }
         }
         Expr::Path(p) => {
-            let segs: Vec<String> = p
-                .path
-                .segments
-                .iter()
-                .map(|s| s.ident.to_string())
-                .collect();
+            let segs = super::path_segments(&p.path);
             let Some(last) = segs.last() else {
                 return Value::Unknown;
             };
@@ -121,12 +116,7 @@ pub fn value(expr: &Expr, locals: Locals<'_>) -> Value {
             let Expr::Path(p) = &*c.func else {
                 return opaque(expr);
             };
-            let segs: Vec<String> = p
-                .path
-                .segments
-                .iter()
-                .map(|s| s.ident.to_string())
-                .collect();
+            let segs = super::path_segments(&p.path);
             if segs.iter().any(|s| is_random(s)) {
                 return Value::Jittered;
             }
@@ -151,7 +141,7 @@ pub fn value(expr: &Expr, locals: Locals<'_>) -> Value {
                 };
             }
             Value::Call {
-                callee: Callee::Path(segs[segs.len().saturating_sub(2)..].join("::")),
+                callee: path_callee(&segs),
                 receiver: None,
                 args: c.args.iter().map(|a| value(a, locals)).collect(),
             }
@@ -215,6 +205,11 @@ fn opaque(expr: &Expr) -> Value {
     }
 }
 
+/// A called path as the crate join resolves it: by its last two segments (`requeue::delay`, `Self::label`).
+fn path_callee(segs: &[String]) -> Callee {
+    Callee::Path(segs[segs.len().saturating_sub(2)..].join("::"))
+}
+
 /// A function returning a value computes it this way (`err.retry_after()`, `requeue::delay(..)`): the callee,
 /// when the expression is one call.
 pub fn callee(expr: &Expr) -> Option<Callee> {
@@ -222,15 +217,8 @@ pub fn callee(expr: &Expr) -> Option<Callee> {
         Expr::MethodCall(m) => Some(Callee::Method(m.method.to_string())),
         Expr::Call(c) => match &*c.func {
             Expr::Path(p) => {
-                let segs: Vec<String> = p
-                    .path
-                    .segments
-                    .iter()
-                    .map(|s| s.ident.to_string())
-                    .collect();
-                Some(Callee::Path(
-                    segs[segs.len().saturating_sub(2)..].join("::"),
-                ))
+                let segs = super::path_segments(&p.path);
+                Some(path_callee(&segs))
             }
             _ => None,
         },

@@ -187,7 +187,7 @@ pub struct Extractor<'a, 'ast> {
     variants: Vec<Vec<String>>,
     /// How many of `error_path` are only an `Err(..)` constructor (see `Requeue::in_err_value`).
     err_values: usize,
-    /// Depth of deletion paths around the node being visited (see `FnModel::deletion_calls`).
+    /// Depth of deletion paths around the node being visited (see `CallPath::Deletion`).
     deletion_path: usize,
     /// Per enclosing block: the strongest write-like call seen in it so far (see `Requeue::after_change`).
     block_writes: Vec<Written>,

@@ -84,16 +84,9 @@ pub struct Unit<'m> {
 }
 
 impl<'m> Unit<'m> {
-    pub fn new(
-        files: Vec<&'m FileModel>,
-        yaml_kinds: HashMap<String, bool>,
-        config: &'m Config,
-    ) -> Self {
-        Self::with_dependencies(files, yaml_kinds, config, HashSet::new())
-    }
-
-    /// [`Self::new`] for a crate whose manifest names these dependencies (as paths spell them: `helm_kit`): a
-    /// call `helm_kit::apply(..)` is that crate's `apply`, never a function of this crate with the same name.
+    /// Joins a crate's files (see [`join`], which instantiates generic kinds first) whose manifest names these
+    /// dependencies (as paths spell them: `helm_kit`): a call `helm_kit::apply(..)` is that crate's `apply`, never
+    /// a function of this crate with the same name.
     pub fn with_dependencies(
         files: Vec<&'m FileModel>,
         yaml_kinds: HashMap<String, bool>,

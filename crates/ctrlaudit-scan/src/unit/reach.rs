@@ -91,6 +91,6 @@ enum Edges {
     Normal,
     /// Those and the calls on error paths.
     WithErrors,
-    /// Normal calls but those on a branch arm that then changes state (see `FnModel::transition_calls`).
+    /// Normal calls but those on a branch arm that then changes state (see `CallCtx::transition`).
     Routine,
 }
