@@ -6,6 +6,10 @@ use ctrlaudit::cli::{Cli, run};
 use ctrlaudit::exit::Status;
 use std::process::ExitCode;
 
+// Why mimalloc: see its line in Cargo.toml (a multi-threaded scan of many small allocations).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,

@@ -131,13 +131,11 @@ pub(super) fn analyze_text(
             Ok(file) => {
                 let imports = imports::Imports::from_file(&file);
                 let run = extract::Extractor::new(name, &imports, aliases)
+                    .with_source(&source)
                     .with_deadline(deadline)
                     .run_within(&file);
                 match run {
-                    Ok(mut m) => {
-                        extract::mark_namespaced_builders(&mut m, &file, name);
-                        break Some(m);
-                    }
+                    Ok(m) => break Some(m),
                     Err(extract::OverBudget) => {
                         ca001s.push(ca001(
                             name,

@@ -84,53 +84,26 @@ pub(super) fn find_controller_build(b: &syn::Block) -> Option<proc_macro2::Span>
     f.visit_block(b);
     f.0
 }
-/// Marks a function that builds a Controller/watcher from `Api::namespaced(_, param)`.
-pub fn mark_namespaced_builders(model: &mut FileModel, file: &syn::File, path: &str) {
-    struct V<'m> {
-        model: &'m mut FileModel,
-        path: String,
+/// Whether a function body (its compact text) builds a Controller/watcher from `Api::namespaced(_, param)`
+/// with the namespace taken from one of `params`: where it builds it, if so.
+pub(super) fn namespaced_controller_build(
+    body: &str,
+    params: &[String],
+    block: &syn::Block,
+) -> Option<proc_macro2::Span> {
+    let calls = namespaced_api_calls(body);
+    let ns_from_param = params.iter().filter(|p| !p.is_empty()).any(|p| {
+        calls.iter().any(|i| {
+            let tail: String = body[*i..].chars().take(160).collect();
+            let args = tail.split(')').next().unwrap_or("");
+            contains_ident(args, p)
+        })
+    });
+    if ns_from_param {
+        find_controller_build(block)
+    } else {
+        None
     }
-    impl<'ast> Visit<'ast> for V<'_> {
-        fn visit_item_fn(&mut self, f: &'ast syn::ItemFn) {
-            let body = compact(&f.block);
-            let calls = namespaced_api_calls(&body);
-            if !calls.is_empty() {
-                let params: Vec<String> = f
-                    .sig
-                    .inputs
-                    .iter()
-                    .filter_map(|i| match i {
-                        FnArg::Typed(t) => pat_ident(&t.pat),
-                        FnArg::Receiver(_) => None,
-                    })
-                    .collect();
-                let ns_from_param = params.iter().any(|p| {
-                    calls.iter().any(|i| {
-                        let tail: String = body[*i..].chars().take(160).collect();
-                        let args = tail.split(')').next().unwrap_or("");
-                        contains_ident(args, p)
-                    })
-                });
-                if ns_from_param && let Some(span) = find_controller_build(&f.block) {
-                    let name = f.sig.ident.to_string();
-                    let span = to_span(&self.path, span);
-                    if let Some(m) = self.model.fns.iter_mut().find(|m| m.name == name) {
-                        m.builds_namespaced_controller = Some(Site {
-                            span,
-                            what: "Controller".into(),
-                            in_fn: name,
-                        });
-                    }
-                }
-            }
-            visit::visit_item_fn(self, f);
-        }
-    }
-    let mut v = V {
-        model,
-        path: path.to_string(),
-    };
-    v.visit_file(file);
 }
 
 impl<'ast> Extractor<'_, 'ast> {

@@ -50,7 +50,7 @@ pub(super) fn param_in_tokens(ts: TokenStream, vars: &HashMap<String, Var>) -> O
                 }
             }
             TokenTree::Ident(id) => {
-                let after_dot = i > 0 && toks[i - 1].to_string() == ".";
+                let after_dot = i > 0 && is_punct(&toks[i - 1], '.');
                 if !after_dot && let Some(p) = vars.get(&id.to_string()).and_then(|v| v.from_param)
                 {
                     return Some(p);
@@ -73,8 +73,8 @@ pub(super) fn whole_param_in_tokens(ts: TokenStream, vars: &HashMap<String, Var>
                 }
             }
             TokenTree::Ident(id) => {
-                let after_dot = i > 0 && toks[i - 1].to_string() == ".";
-                let field_follows = toks.get(i + 1).is_some_and(|n| n.to_string() == ".")
+                let after_dot = i > 0 && is_punct(&toks[i - 1], '.');
+                let field_follows = toks.get(i + 1).is_some_and(|n| is_punct(n, '.'))
                     && matches!(toks.get(i + 2), Some(TokenTree::Ident(_)))
                     && !matches!(toks.get(i + 3), Some(TokenTree::Group(g))
                         if g.delimiter() == proc_macro2::Delimiter::Parenthesis);
@@ -128,7 +128,7 @@ pub(super) fn macro_has_status_key(m: &syn::Macro) -> bool {
             TokenTree::Punct(p) if p.as_char() == ',' => at_key = true,
             TokenTree::Literal(l) if at_key => {
                 if l.to_string() == "\"status\""
-                    && toks.get(i + 1).is_some_and(|n| n.to_string() == ":")
+                    && toks.get(i + 1).is_some_and(|n| is_punct(n, ':'))
                 {
                     return true;
                 }
@@ -218,7 +218,7 @@ impl<'ast> Visit<'ast> for PrePass<'_, '_, '_> {
         }
         let ret = compact(&f.sig.output);
         if ret.starts_with("->Controller<") || ret.contains("::Controller<") {
-            let body = compact(&f.block);
+            let body = self.ex.block_text(&f.block);
             let params: Vec<String> = f
                 .sig
                 .inputs

@@ -5,7 +5,7 @@ use super::*;
 impl<'ast> Extractor<'_, 'ast> {
     /// Records a `loop`/`while` whose body sleeps, with what it does to the API server.
     pub(super) fn record_sleeping_loop(&mut self, span: proc_macro2::Span, body: &syn::Block) {
-        let t = compact(body);
+        let t = self.block_text(body);
         if !(t.contains("sleep(") || t.contains(".tick()")) {
             return;
         }
@@ -38,7 +38,7 @@ impl<'ast> Extractor<'_, 'ast> {
 
     /// Records a `for` loop whose body spawns tasks or collects futures, with what it does per iteration.
     pub(super) fn record_spawning_loop(&mut self, f: &syn::ExprForLoop) {
-        let body = compact(&f.body);
+        let body = self.block_text(&f.body);
         let spawns = [
             "spawn(",
             ".push(",

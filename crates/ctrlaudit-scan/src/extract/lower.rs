@@ -10,17 +10,18 @@ use syn::{BinOp, Expr, Lit};
 pub fn compact(node: &impl ToTokens) -> String {
     let raw = node.to_token_stream().to_string();
     let word = |c: char| c.is_alphanumeric() || c == '_';
-    let chars: Vec<char> = raw.chars().collect();
     let mut out = String::with_capacity(raw.len());
-    for (i, c) in chars.iter().enumerate() {
-        if *c == ' ' {
-            let prev = out.chars().last();
-            let next = chars.get(i + 1).copied();
-            if prev.is_some_and(word) && next.is_some_and(word) {
+    let mut last: Option<char> = None;
+    let mut chars = raw.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == ' ' {
+            if last.is_some_and(word) && chars.peek().copied().is_some_and(word) {
                 out.push(' ');
+                last = Some(' ');
             }
         } else {
-            out.push(*c);
+            out.push(c);
+            last = Some(c);
         }
     }
     out

@@ -20,12 +20,12 @@ mod loops;
 pub mod lower;
 mod metric_labels;
 mod paths;
+mod source_text;
 mod syntax;
 mod volatile;
 mod walk;
 
 use api_calls::*;
-pub use controllers::mark_namespaced_builders;
 use controllers::*;
 use flow::*;
 use lower::compact;
@@ -131,6 +131,8 @@ struct FnCtx {
     /// After a top-level `if <the object is in place, by an API read> { return }`: the reads since, which a
     /// write at the top level makes a creation or renewal step.
     guarded_reads: Option<Vec<usize>>,
+    /// A free function (`fn` item), not a method.
+    free_fn: bool,
 }
 /// What a block has written so far.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -160,6 +162,8 @@ struct ArmFrame {
 #[derive(Debug)]
 pub struct Extractor<'a, 'ast> {
     path: &'a str,
+    /// The text the tree was parsed from (see [`Extractor::with_source`]).
+    source: Option<&'a str>,
     imports: &'a Imports,
     aliases: &'a std::collections::BTreeMap<String, String>,
     consts: HashMap<String, f64>,
@@ -289,6 +293,25 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
             chain_inner: HashSet::new(),
             stmt_stack: Vec::new(),
             budget: Budget::default(),
+            source: None,
+        }
+    }
+
+    /// The text the tree was parsed from: blocks are read from it instead of printed from the tree.
+    pub fn with_source(mut self, source: &'a str) -> Self {
+        self.source = Some(source);
+        self
+    }
+
+    /// The compact text of a block, from the source it was parsed from when that is at hand (see
+    /// [`source_text::compact_source`]), else printed from the tree.
+    fn block_text(&self, b: &syn::Block) -> String {
+        let range = b.brace_token.span.join().byte_range();
+        match self.source.and_then(|s| s.get(range.clone())) {
+            Some(text) if text.starts_with('{') && text.ends_with('}') => {
+                source_text::compact_source(text)
+            }
+            _ => compact(b),
         }
     }
 
@@ -306,6 +329,9 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
 
     /// [`Extractor::run`], or [`OverBudget`] when the deadline passed first: a model half built is not one.
     pub fn run_within(mut self, file: &'ast syn::File) -> Result<FileModel, OverBudget> {
+        self.source = self
+            .source
+            .and_then(|s| s.get(source_text::parsed_from(s, file)..));
         let mut pre = PrePass { ex: &mut self };
         pre.visit_file(file);
         // Twice more: a helper of a helper of a stamp (deeper chains are rare, and each pass walks the file).
@@ -479,7 +505,16 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
             .into_iter()
             .map(|e| self.requeue_of(&e, &ctx))
             .collect();
-        let body = compact(block);
+        let body = self.block_text(block);
+        if ctx.free_fn
+            && let Some(span) = namespaced_controller_build(&body, &ctx.model.params, block)
+        {
+            ctx.model.builds_namespaced_controller = Some(Site {
+                span: self.span(span),
+                what: "Controller".into(),
+                in_fn: ctx.model.name.clone(),
+            });
+        }
         ctx.model.handles_conflict = handles_conflict(&body);
         ctx.model.clears_resource_version = body.contains("resource_version=None");
         ctx.model.uses_finalizer = body.contains("finalizer(&");

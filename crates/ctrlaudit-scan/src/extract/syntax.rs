@@ -430,3 +430,8 @@ pub(super) fn turbofish(
         })
         .collect()
 }
+
+/// Whether a token is the punctuation character `c` (without printing it: a group prints all it holds).
+pub(super) fn is_punct(t: &TokenTree, c: char) -> bool {
+    matches!(t, TokenTree::Punct(p) if p.as_char() == c)
+}

@@ -69,7 +69,7 @@ pub(super) fn volatile_in_tokens(
         match t {
             TokenTree::Literal(l) => {
                 let s = l.to_string();
-                if s.starts_with('"') && toks.get(i + 1).is_some_and(|n| n.to_string() == ":") {
+                if s.starts_with('"') && toks.get(i + 1).is_some_and(|n| is_punct(n, ':')) {
                     last_str = Some(s.trim_matches('"').to_string());
                 }
                 // `format!("{now}")`, `format!("{year:04}-..")`: a binding named inside the format string.
@@ -99,7 +99,7 @@ pub(super) fn volatile_in_tokens(
                 // `.observed_since_or(Utc::now())`, `.unwrap_or_else(|| Utc::now())`: a fallback for a value
                 // that is kept when there is one.
                 if i >= 2
-                    && toks[i - 2].to_string() == "."
+                    && is_punct(&toks[i - 2], '.')
                     && let TokenTree::Ident(m) = &toks[i - 1]
                     && is_fallback(&m.to_string())
                 {
@@ -132,7 +132,7 @@ pub(super) fn volatile_in_tokens(
                         ));
                     }
                 }
-                let after_dot = i > 0 && toks[i - 1].to_string() == ".";
+                let after_dot = i > 0 && is_punct(&toks[i - 1], '.');
                 let called = matches!(toks.get(i + 1), Some(TokenTree::Group(g))
                     if g.delimiter() == proc_macro2::Delimiter::Parenthesis);
                 // A call of this file's function that returns a volatile value: `build_status(&obj)`.
@@ -155,7 +155,7 @@ pub(super) fn volatile_in_tokens(
                     && !EVERY_TYPE.contains(&name.as_str())
                 {
                     let qualifier = match (i.checked_sub(3).map(|q| &toks[q]), i.checked_sub(1)) {
-                        (Some(TokenTree::Ident(q)), Some(c)) if toks[c].to_string() == ":" => {
+                        (Some(TokenTree::Ident(q)), Some(c)) if is_punct(&toks[c], ':') => {
                             Some(q.to_string())
                         }
                         _ => None,

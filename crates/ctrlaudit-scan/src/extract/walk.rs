@@ -26,6 +26,9 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
             return;
         }
         self.enter_fn(f.sig.ident.to_string(), None, &f.sig, f.sig.ident.span());
+        if let Some(ctx) = self.fns.last_mut() {
+            ctx.free_fn = true;
+        }
         visit::visit_item_fn(self, f);
         self.exit_fn(&f.block);
     }
@@ -535,7 +538,8 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
         self.record_spawning_loop(f);
         self.visit_expr(&f.expr);
         // `for attempt in 1..=n { … 409 … }` is a bounded retry, not an iteration over objects.
-        let retry = matches!(&*f.expr, Expr::Range(_)) && handles_conflict(&compact(&f.body));
+        let retry =
+            matches!(&*f.expr, Expr::Range(_)) && handles_conflict(&self.block_text(&f.body));
         let scope = if retry { Scope::Loop } else { Scope::For };
         self.with_scope(scope, |s| s.visit_block(&f.body));
     }

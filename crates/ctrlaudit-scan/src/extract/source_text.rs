@@ -1,0 +1,217 @@
+//! The compact text of a block taken from the source it was parsed from, instead of printing its syntax tree
+//! back to tokens and tokens to a string: the same characters as [`compact`](super::lower::compact) for any
+//! code, at a fraction of the cost (printing a function body was a fifth of a kube-heavy scan). Comments,
+//! doc comments included, are dropped: a `/// retries on 409` is not code that handles a conflict.
+
+/// Where in `text` the tokens of `file` (parsed from `text`) count their offsets from: `syn::parse_file` drops
+/// a byte-order mark and a shebang line before it tokenizes.
+pub fn parsed_from(text: &str, file: &syn::File) -> usize {
+    let bom = if text.starts_with('\u{feff}') {
+        '\u{feff}'.len_utf8()
+    } else {
+        0
+    };
+    bom + file.shebang.as_ref().map_or(0, String::len)
+}
+
+/// A character that belongs to a word (identifier, keyword, number): a space between two of them is kept.
+fn word(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+/// What the scanner is inside of.
+#[derive(Clone, Copy, PartialEq)]
+enum In {
+    Code,
+    /// A `"…"` string (byte and C strings too); escapes are skipped over.
+    Str,
+    /// A raw string closed by `"` and this many `#`.
+    Raw(usize),
+    /// A `'x'` character literal.
+    Char,
+}
+
+/// `src` (the source text of a parsed node) with comments removed and whitespace dropped, except one space
+/// between two word characters; inside literals spaces follow the same rule, as [`compact`] does on the
+/// printed tokens (`"a b"` stays, `"{} is"` becomes `"{}is"`).
+///
+/// [`compact`]: super::lower::compact
+pub fn compact_source(src: &str) -> String {
+    let chars: Vec<char> = src.chars().collect();
+    let mut out = String::with_capacity(src.len());
+    let mut state = In::Code;
+    // Whitespace or a comment was skipped since the last character written (code only).
+    let mut gap = false;
+    let mut i = 0;
+    let at = |j: usize| chars.get(j).copied();
+    while i < chars.len() {
+        let c = chars[i];
+        match state {
+            In::Code => {
+                if c.is_whitespace() {
+                    gap = true;
+                    i += 1;
+                    continue;
+                }
+                if c == '/' && at(i + 1) == Some('/') {
+                    while i < chars.len() && chars[i] != '\n' {
+                        i += 1;
+                    }
+                    gap = true;
+                    continue;
+                }
+                if c == '/' && at(i + 1) == Some('*') {
+                    let mut depth = 0usize;
+                    while i < chars.len() {
+                        if chars[i] == '/' && at(i + 1) == Some('*') {
+                            depth += 1;
+                            i += 2;
+                        } else if chars[i] == '*' && at(i + 1) == Some('/') {
+                            depth -= 1;
+                            i += 2;
+                            if depth == 0 {
+                                break;
+                            }
+                        } else {
+                            i += 1;
+                        }
+                    }
+                    gap = true;
+                    continue;
+                }
+                if gap && out.chars().last().is_some_and(word) && word(c) {
+                    out.push(' ');
+                }
+                gap = false;
+                let prev_is_word = i > 0 && word(chars[i - 1]);
+                if c == '"' {
+                    state = In::Str;
+                } else if c == '\'' {
+                    // A character literal (`'x'`, `'\n'`), not a lifetime or label (`'a`).
+                    if at(i + 1) == Some('\\') || (at(i + 1).is_some() && at(i + 2) == Some('\'')) {
+                        state = In::Char;
+                    }
+                } else if (c == 'r' || ((c == 'b' || c == 'c') && at(i + 1) == Some('r')))
+                    && !prev_is_word
+                {
+                    // `r"…"`, `r#"…"#`, `br"…"`, `cr"…"`: the prefix is written as code, the body as raw.
+                    let start = if c == 'r' { i + 1 } else { i + 2 };
+                    let mut j = start;
+                    while at(j) == Some('#') {
+                        j += 1;
+                    }
+                    if at(j) == Some('"') {
+                        out.extend(&chars[i..=j]);
+                        state = In::Raw(j - start);
+                        i = j + 1;
+                        continue;
+                    }
+                }
+                out.push(c);
+                i += 1;
+            }
+            In::Str | In::Char => {
+                let close = if state == In::Str { '"' } else { '\'' };
+                if c == '\\' {
+                    out.push(c);
+                    if let Some(n) = at(i + 1) {
+                        literal_char(&mut out, &chars, i + 1, n);
+                    }
+                    i += 2;
+                    continue;
+                }
+                literal_char(&mut out, &chars, i, c);
+                if c == close {
+                    state = In::Code;
+                }
+                i += 1;
+            }
+            In::Raw(hashes) => {
+                literal_char(&mut out, &chars, i, c);
+                i += 1;
+                if c == '"' && (0..hashes).all(|k| at(i + k) == Some('#')) {
+                    out.extend(&chars[i..i + hashes]);
+                    i += hashes;
+                    state = In::Code;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Writes one character of a literal: a space only between two word characters, like `compact` does to the
+/// printed text (which cannot tell a literal's spaces from the spaces between tokens).
+fn literal_char(out: &mut String, chars: &[char], i: usize, c: char) {
+    if c == ' ' {
+        let next = chars.get(i + 1).copied();
+        if !(out.chars().last().is_some_and(word) && next.is_some_and(word)) {
+            return;
+        }
+    }
+    out.push(c);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::lower::compact;
+    use super::*;
+    use syn::visit::Visit;
+
+    #[test]
+    fn drops_comments_and_spaces_like_printed_tokens() {
+        let src =
+            "{ let a = b . c ( 1 ) ; // 409 here\n /* and /* nested */ */ if x { return y } }";
+        assert_eq!(compact_source(src), "{let a=b.c(1);if x{return y}}");
+    }
+
+    #[test]
+    fn literals_lifetimes_and_raw_strings() {
+        let src = r####"{ let s: &'static str = r#"a "b" c"#; let q = '"'; let t = "x \" // y"; f::<'a>(br"z") }"####;
+        let block: syn::Block = syn::parse_str(src).expect("block");
+        assert_eq!(compact_source(src), compact(&block));
+    }
+
+    /// Every block of every Rust fixture: the source text compacts to what the printed tokens compact to,
+    /// except where a doc comment (printed as an attribute) is inside.
+    #[test]
+    fn same_as_printed_tokens_on_every_fixture_block() {
+        struct Blocks<'s>(&'s str, usize);
+        impl<'ast> Visit<'ast> for Blocks<'_> {
+            fn visit_block(&mut self, b: &'ast syn::Block) {
+                let r = b.brace_token.span.join().byte_range();
+                let text = &self.0[r];
+                if !text.contains("///") && !text.contains("//!") && !text.contains("/**") {
+                    assert_eq!(compact_source(text), compact(b), "block:\n{text}");
+                    self.1 += 1;
+                }
+                syn::visit::visit_block(self, b);
+            }
+        }
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/scan");
+        let mut checked = 0;
+        for entry in walk(std::path::Path::new(root)) {
+            let text = std::fs::read_to_string(&entry).expect("fixture");
+            let Ok(file) = syn::parse_file(&text) else {
+                continue;
+            };
+            let mut v = Blocks(&text[parsed_from(&text, &file)..], 0);
+            v.visit_file(&file);
+            checked += v.1;
+        }
+        assert!(checked > 500, "only {checked} blocks compared");
+    }
+
+    fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+        let mut out = Vec::new();
+        for e in std::fs::read_dir(dir).expect("fixtures dir").flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(walk(&p));
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+        out
+    }
+}
