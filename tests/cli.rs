@@ -250,6 +250,21 @@ pub async fn reconcile(obj: Arc<Widget>, ctx: Arc<Ctx>) -> Result<Action, Error>
     let o = run(&["scan", root.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("ctrlaudit.toml"));
+    // So is an alias to a method kube's `Api` does not have: it would count nothing, silently.
+    std::fs::write(
+        root.join("ctrlaudit.toml"),
+        "[aliases]\n\"k8s_util::apply_everything\" = \"patch_stauts\"\n",
+    )
+    .unwrap();
+    let o = run(&["scan", root.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("ctrlaudit.toml")
+            && err.contains("patch_stauts")
+            && err.contains("patch_status"),
+        "{err}"
+    );
 }
 
 #[test]

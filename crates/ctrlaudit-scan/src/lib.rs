@@ -93,6 +93,37 @@ pub enum ScanError {
     Threads(String),
     #[error("cannot build the literal prefilter: {0}")]
     Prefilter(String),
+    #[error(
+        "[aliases] in {config}: `{wrapper}` = `{method}` names no kube `Api` method (one of: {known})"
+    )]
+    UnknownAliasMethod {
+        config: String,
+        wrapper: String,
+        method: String,
+        known: String,
+    },
+}
+
+/// Every `[aliases]` entry names a method kube-rs's `Api` has: a misspelt one would count no call, silently.
+fn check_aliases(config: &Config) -> Result<(), ScanError> {
+    for (wrapper, method) in &config.aliases {
+        if !sema::ApiMethod::ALL.iter().any(|m| m.name() == method) {
+            return Err(ScanError::UnknownAliasMethod {
+                config: config
+                    .source
+                    .as_ref()
+                    .map_or_else(|| "the configuration".into(), |p| p.display().to_string()),
+                wrapper: wrapper.clone(),
+                method: method.clone(),
+                known: sema::ApiMethod::ALL
+                    .iter()
+                    .map(|m| m.name())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// A literal that any file worth parsing contains (cheap test before paying for syn).
@@ -190,8 +221,9 @@ type CrateFiles = (PathBuf, Vec<PathBuf>, Vec<PathBuf>);
 /// Runs a scan.
 pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
     let started = Instant::now();
-    let mut walked = walk(&opts.paths)?;
     let config = &opts.config;
+    check_aliases(config)?;
+    let mut walked = walk(&opts.paths)?;
     let needles = AhoCorasick::new(NEEDLES).map_err(|e| ScanError::Prefilter(e.to_string()))?;
     let unit_needles =
         AhoCorasick::new(UNIT_NEEDLES).map_err(|e| ScanError::Prefilter(e.to_string()))?;
@@ -279,16 +311,19 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
     result.stats.rust_files = walked.rust.len();
     result.stats.units = relevant.len();
     // Each kube-using dependency on disk is read once, whichever crates share it.
-    let lib_roots: Vec<Vec<PathBuf>> = relevant
-        .iter()
-        .map(|(root, _, _)| {
-            if opts.deps {
-                deps::library_roots(root)
-            } else {
-                Vec::new()
-            }
-        })
-        .collect();
+    // On the pool: each reads and parses a manifest and a lock file (a large lock is tens of milliseconds).
+    let lib_roots: Vec<Vec<PathBuf>> = pool.install(|| {
+        relevant
+            .par_iter()
+            .map(|(root, _, _)| {
+                if opts.deps {
+                    deps::library_roots(root)
+                } else {
+                    Vec::new()
+                }
+            })
+            .collect()
+    });
     let unique: BTreeSet<PathBuf> = lib_roots.iter().flatten().cloned().collect();
     let libraries: HashMap<PathBuf, Vec<sema::FileModel>> = pool.install(|| {
         unique

@@ -3,6 +3,11 @@
 
 use super::*;
 
+/// The `Api<K>` method kube-rs names `name`.
+pub(super) fn api_method(name: &str) -> Option<ApiMethod> {
+    ApiMethod::ALL.into_iter().find(|m| m.name() == name)
+}
+
 /// Code that recognises a 409 Conflict: `code == 409`, `is_conflict()`, `reason == "Conflict"`.
 pub(super) fn handles_conflict(code: &str) -> bool {
     code.contains("409")
@@ -17,7 +22,8 @@ pub(super) const WRITE_LIKE_PREFIXES: &[&str] = &[
     "scale", "replace", "upsert",
 ];
 pub(super) fn is_write_like(name: &str) -> bool {
-    WRITE_METHODS.contains(&name) || WRITE_LIKE_PREFIXES.iter().any(|p| name.starts_with(p))
+    api_method(name).is_some_and(ApiMethod::is_write)
+        || WRITE_LIKE_PREFIXES.iter().any(|p| name.starts_with(p))
 }
 
 /// A call that moves an object to a new state rather than re-applying what it should look like: `create`, a status
@@ -156,14 +162,13 @@ impl<'ast> Extractor<'_, 'ast> {
     }
 
     pub(super) fn handle_api_call(&mut self, m: &syn::ExprMethodCall) {
-        let method = m.method.to_string();
-        if !WRITE_METHODS.contains(&method.as_str()) && !READ_METHODS.contains(&method.as_str()) {
+        let Some(method) = api_method(&m.method.to_string()) else {
             return;
-        }
+        };
         let args: Vec<&Expr> = m.args.iter().collect();
         let args_text = compact(&m.args);
         let mut kind_known = self.api_receiver(&m.receiver);
-        if method == "commit" {
+        if method == ApiMethod::Commit {
             let via_var = root_var(&m.receiver)
                 .and_then(|n| self.var(&n))
                 .and_then(|v| v.init.as_ref())
@@ -190,7 +195,7 @@ impl<'ast> Extractor<'_, 'ast> {
                         let call = ApiCall {
                             via_producer: Some(producer),
                             ..self.api_call_here(
-                                method.clone(),
+                                method,
                                 start_end(self.path, m.method.span(), m.span()),
                                 None,
                                 false,
@@ -210,15 +215,17 @@ impl<'ast> Extractor<'_, 'ast> {
         // the object written is, as a rule, the reconciled one.
         let kind = kind.or(object_kind);
         let mk = key(m.method.span());
-        let body_has_status = match method.as_str() {
-            "patch" | "replace" => args.get(2).is_some_and(|b| self.has_status(b, 0)),
+        let body_has_status = match method {
+            ApiMethod::Patch | ApiMethod::Replace => {
+                args.get(2).is_some_and(|b| self.has_status(b, 0))
+            }
             _ => false,
         };
         let call = ApiCall {
-            server_side_apply: method == "patch"
+            server_side_apply: method == ApiMethod::Patch
                 && (args_text.contains("Patch::Apply") || args_text.contains("PatchParams::apply")),
             ..self.api_call_here(
-                method.clone(),
+                method,
                 start_end(self.path, m.method.span(), m.span()),
                 kind,
                 body_has_status,
@@ -226,10 +233,7 @@ impl<'ast> Extractor<'_, 'ast> {
                 format!("{}.{}", compact(&m.receiver), method),
             )
         };
-        let is_body_write = matches!(
-            method.as_str(),
-            "patch" | "replace" | "patch_status" | "replace_status" | "patch_metadata"
-        );
+        let is_body_write = method.writes_body();
         if is_body_write && self.guards == 0 {
             let body: Vec<&Expr> = args.iter().skip(1).copied().collect();
             let found = self.find_volatile(&body);
@@ -286,15 +290,15 @@ impl<'ast> Extractor<'_, 'ast> {
 
     /// An API call at the node being visited, with where it stands: in a loop, on an error path, after a change.
     /// `at` is the key of the call's name, under which its `?`/`.await` were remembered.
-    fn api_call_here(
+    fn api_call_here<M>(
         &self,
-        method: String,
+        method: M,
         span: Span,
         kind: Option<String>,
         body_has_status: bool,
         at: (usize, usize),
         text: String,
-    ) -> ApiCall {
+    ) -> ApiCall<M> {
         let scope = self.current_scope();
         ApiCall {
             method,
@@ -363,14 +367,7 @@ impl<'ast> Extractor<'_, 'ast> {
             None if !method && callee.contains("::") => None,
             None => return,
         };
-        let call = self.api_call_here(
-            String::new(),
-            span,
-            kind,
-            false,
-            at,
-            format!("{callee}(..)"),
-        );
+        let call = self.api_call_here((), span, kind, false, at, format!("{callee}(..)"));
         if let Some(f) = self.fns.last_mut() {
             f.model.api_arg_calls.push(ApiArgCall {
                 callee: if method {
@@ -396,11 +393,12 @@ impl<'ast> Extractor<'_, 'ast> {
                     .find(|(k, _)| k.rsplit("::").next() == Some(last))
                     .map(|(_, v)| v)
             });
-        let Some(method) = method.cloned() else {
+        // A wrapper of a name kube-rs's `Api` does not have wraps no API call.
+        let Some(method) = method.and_then(|m| api_method(m)) else {
             return;
         };
         let args: Vec<&Expr> = c.args.iter().collect();
-        let body_has_status = matches!(method.as_str(), "patch" | "replace")
+        let body_has_status = matches!(method, ApiMethod::Patch | ApiMethod::Replace)
             && args.last().is_some_and(|b| self.has_status(b, 0));
         let kind = self.fns.last().and_then(|f| f.model.object_kind.clone());
         let call = self.api_call_here(

@@ -9,17 +9,7 @@ impl Extractor<'_, '_> {
         let Some(init) = &l.init else {
             return;
         };
-        let t = compact(&init.expr);
-        // The guard itself, not a block that takes and drops one inside.
-        let is_chain = matches!(&*init.expr, Expr::MethodCall(_) | Expr::Try(_));
-        let sync_lock = is_chain
-            && [".lock()", ".write()", ".read()"].iter().any(|l| {
-                t.ends_with(l)
-                    || t.ends_with(&format!("{l}.unwrap()"))
-                    || t.ends_with(&format!("{l}?"))
-                    || t.contains(&format!("{l}.expect("))
-            })
-            && !t.contains(".await");
+        let sync_lock = is_sync_guard(&init.expr) && !has_await(&init.expr);
         let Some(g) = pat_ident(&l.pat).filter(|_| sync_lock) else {
             return;
         };
@@ -45,4 +35,34 @@ impl Extractor<'_, '_> {
             }
         }
     }
+}
+
+/// `m.lock()`, `m.write().unwrap()`, `m.read().expect("..")?`: the guard of a std lock itself, not a value taken
+/// through one (`m.lock().unwrap().clone()`).
+fn is_sync_guard(e: &Expr) -> bool {
+    let mut e = e;
+    loop {
+        match e {
+            Expr::Try(t) => e = &t.expr,
+            Expr::MethodCall(m) if m.method == "unwrap" || m.method == "expect" => e = &m.receiver,
+            Expr::MethodCall(m) => {
+                return m.args.is_empty()
+                    && (m.method == "lock" || m.method == "write" || m.method == "read");
+            }
+            _ => return false,
+        }
+    }
+}
+
+/// Whether an expression awaits anywhere inside (a tokio lock's `.lock().await` is not a std guard).
+fn has_await(e: &Expr) -> bool {
+    struct A(bool);
+    impl<'ast> Visit<'ast> for A {
+        fn visit_expr_await(&mut self, _: &'ast syn::ExprAwait) {
+            self.0 = true;
+        }
+    }
+    let mut a = A(false);
+    a.visit_expr(e);
+    a.0
 }

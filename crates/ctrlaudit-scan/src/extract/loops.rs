@@ -21,8 +21,9 @@ impl<'ast> Extractor<'_, 'ast> {
         let Some(f) = self.fns.last() else { return };
         let reads = f.vars.iter().any(|(n, v)| {
             v.is_api
-                && READ_METHODS
+                && ApiMethod::ALL
                     .iter()
+                    .filter(|m| m.is_read())
                     .any(|m| t.contains(&format!("{n}.{m}(")))
         }) || (t.contains("Api::") && (t.contains(".list(") || t.contains(".get(")));
         let span = self.span(span);

@@ -306,13 +306,18 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
     /// The compact text of a block, from the source it was parsed from when that is at hand (see
     /// [`source_text::compact_source`]), else printed from the tree.
     fn block_text(&self, b: &syn::Block) -> String {
-        let range = b.brace_token.span.join().byte_range();
-        match self.source.and_then(|s| s.get(range.clone())) {
-            Some(text) if text.starts_with('{') && text.ends_with('}') => {
-                source_text::compact_source(text)
-            }
-            _ => compact(b),
+        match self.block_source(b) {
+            Some(text) => source_text::compact_source(text),
+            None => compact(b),
         }
+    }
+
+    /// The source text of a block, braces included, when the text the tree was parsed from is at hand.
+    fn block_source(&self, b: &syn::Block) -> Option<&'a str> {
+        let range = b.brace_token.span.join().byte_range();
+        self.source
+            .and_then(|s| s.get(range))
+            .filter(|t| t.starts_with('{') && t.ends_with('}'))
     }
 
     /// Stops the passes over the tree once `deadline` has passed (see [`Extractor::run_within`]).

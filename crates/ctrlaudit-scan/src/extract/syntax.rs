@@ -390,10 +390,9 @@ pub(super) fn attr_value(text: &str, key: &str) -> Option<String> {
 /// `#[cfg(test)]`, `#[test]`, `#[tokio::test]`: test code does odd things on purpose.
 pub(super) fn is_test_code(attrs: &[syn::Attribute]) -> bool {
     attrs.iter().any(|a| {
-        let path = compact(a.path());
-        path == "test"
-            || path.ends_with("::test")
-            || (path == "cfg" && compact(&a.meta).contains("cfg(test)"))
+        let path = a.path();
+        path.segments.last().is_some_and(|s| s.ident == "test")
+            || (path.is_ident("cfg") && compact(&a.meta).contains("cfg(test)"))
     })
 }
 

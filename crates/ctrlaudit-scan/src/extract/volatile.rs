@@ -221,6 +221,18 @@ impl PrePass<'_, '_, '_> {
         {
             return;
         }
+        // What the walk below can find is named in the body's text: a body that names no volatile source and no
+        // function known to return one is not walked (nor its macros parsed), on each of the three passes.
+        if let Some(text) = self.ex.block_source(block)
+            && !VOLATILE.iter().any(|(_, m)| text.contains(m))
+            && !self
+                .ex
+                .volatile_fns
+                .keys()
+                .any(|k| text.contains(k.as_str()))
+        {
+            return;
+        }
         let mut v = UnconditionalVolatile {
             branches: 0,
             found: None,
@@ -497,10 +509,7 @@ impl<'ast> Extractor<'_, 'ast> {
         callee: String,
         args: impl Iterator<Item = &'e Expr>,
     ) {
-        if self.guards > 0
-            || WRITE_METHODS.contains(&callee.as_str())
-            || READ_METHODS.contains(&callee.as_str())
-        {
+        if self.guards > 0 || api_method(&callee).is_some() {
             return;
         }
         let branches = self.branches;

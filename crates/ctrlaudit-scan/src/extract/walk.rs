@@ -264,7 +264,7 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
             );
         }
         // `annotations.insert(KEY, Utc::now()..)` makes `annotations` volatile, under that key.
-        if !WRITE_METHODS.contains(&method.as_str())
+        if !api_method(&method).is_some_and(ApiMethod::is_write)
             && !is_fallback(&method)
             && let Some(root) = root_var(&m.receiver)
         {

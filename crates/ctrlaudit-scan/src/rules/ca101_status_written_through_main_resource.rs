@@ -4,11 +4,12 @@
 
 use super::{Ctx, finding};
 use crate::finding::Finding;
+use crate::sema::ApiMethod;
 
 pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
     for id in cx.unit.all_fns() {
         for call in cx.unit.api_calls(id) {
-            if !call.body_has_status || !matches!(call.method.as_str(), "patch" | "replace") {
+            if !call.body_has_status || !matches!(call.method, ApiMethod::Patch | ApiMethod::Replace) {
                 continue;
             }
             let Some(kind) = &call.kind else { continue };
@@ -17,16 +18,16 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
             }
             // The same function also writes the kind's `/status`: the dropped copy loses nothing.
             let writes_status_too = cx.unit.api_calls(id).any(|c| {
-                matches!(c.method.as_str(), "patch_status" | "replace_status")
+                c.is_status_write()
                     && c.kind.as_deref() == Some(kind.as_str())
             });
             if writes_status_too {
                 continue;
             }
-            let status_method = if call.method == "patch" {
-                "patch_status"
+            let status_method = if call.method == ApiMethod::Patch {
+                ApiMethod::PatchStatus
             } else {
-                "replace_status"
+                ApiMethod::ReplaceStatus
             };
             let mut f = finding(
                 &crate::registry::CA101,

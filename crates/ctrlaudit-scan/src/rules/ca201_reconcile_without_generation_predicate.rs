@@ -4,6 +4,7 @@
 use super::{Ctx, finding};
 use crate::finding::{Evidence, Finding};
 use crate::unit::NO_GENERATION;
+use crate::sema::Verb;
 
 pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
     for (fi, file) in cx.unit.files.iter().enumerate() {
@@ -34,15 +35,9 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
                         let counted = if generic {
                             a.is_status_write()
                         } else {
-                            matches!(
-                                a.method.as_str(),
-                                "patch"
-                                    | "patch_status"
-                                    | "patch_metadata"
-                                    | "replace"
-                                    | "replace_status"
-                                    | "commit"
-                            )
+                            // A PATCH or a PUT bumps the object's resourceVersion (a create or delete
+                            // ends or starts its life instead).
+                            matches!(a.method.verb(), Verb::Patch | Verb::Update)
                         };
                         counted && a.kind.as_deref() == Some(kind.as_str())
                     })

@@ -3,6 +3,7 @@
 
 use super::{Ctx, finding};
 use crate::finding::Finding;
+use crate::sema::Verb;
 
 pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
     for id in cx.unit.all_fns() {
@@ -11,10 +12,8 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
             continue;
         }
         for call in cx.unit.api_calls(id) {
-            if !matches!(
-                call.method.as_str(),
-                "replace" | "replace_status" | "commit"
-            ) {
+            // A PUT carries the resourceVersion it read; a patch does not (unless it sets one).
+            if call.method.verb() != Verb::Update {
                 continue;
             }
             if !call.propagated || call.in_retry {

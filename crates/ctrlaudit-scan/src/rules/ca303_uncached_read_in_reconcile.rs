@@ -4,6 +4,7 @@
 
 use super::{Ctx, finding};
 use crate::finding::{Finding, Severity};
+use crate::sema::Verb;
 
 pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
     for (&id, _) in cx.reach.iter() {
@@ -35,7 +36,7 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
                 .as_deref()
                 .map(|k| format!(" of `{k}`"))
                 .unwrap_or_default();
-            let is_list = call.method.starts_with("list");
+            let is_list = call.method.verb() == Verb::List;
             let mut f = finding(
                 &crate::registry::CA303,
                 call.span.clone(),

@@ -3,7 +3,9 @@
 
 use crate::finding::Span;
 
+mod api;
 mod value;
+pub use api::*;
 pub use value::*;
 
 /// The receiver of a call on a type parameter, in a call's name (`<generic>::reconcile_record`): a trait method
@@ -233,14 +235,16 @@ pub struct ApiArgCall {
     pub callee: Callee,
     /// An argument is a kube `Api` (not only a module-qualified call that may build one).
     pub passes_api: bool,
-    /// Where and how it is called; `method` is empty and `kind` is the `Api`'s.
-    pub call: ApiCall,
+    /// Where and how it is called, with the `Api`'s kind; which method it makes is known only once the crate
+    /// join has read the function called (see [`ApiCall::with_method`]).
+    pub call: ApiCall<()>,
 }
 
-/// A call of a kube `Api` method.
+/// A call of a kube `Api` method. `M` is what it asks of the API server; `()` before it is known.
 #[derive(Debug, Clone)]
-pub struct ApiCall {
-    pub method: String,
+pub struct ApiCall<M = ApiMethod> {
+    /// What it asks of the API server: verb and subresource.
+    pub method: M,
     pub span: Span,
     /// The `K` of `Api<K>` when known.
     pub kind: Option<String>,
@@ -273,49 +277,43 @@ pub struct ApiCall {
     pub via_producer: Option<(String, bool)>,
 }
 
-impl ApiCall {
-    pub fn is_read(&self) -> bool {
-        READ_METHODS.contains(&self.method.as_str())
-    }
-    pub fn is_write(&self) -> bool {
-        WRITE_METHODS.contains(&self.method.as_str())
-    }
-    /// Creates, deletes or writes a status: a step of the object's life, not a routine apply.
-    pub fn changes_state(&self) -> bool {
-        matches!(
-            self.method.as_str(),
-            "create" | "patch_status" | "replace_status"
-        )
-    }
-    pub fn is_status_write(&self) -> bool {
-        matches!(self.method.as_str(), "patch_status" | "replace_status")
+impl<M> ApiCall<M> {
+    /// The same call site, making `method`.
+    pub fn with_method<N>(self, method: N) -> ApiCall<N> {
+        ApiCall {
+            method,
+            span: self.span,
+            kind: self.kind,
+            body_has_status: self.body_has_status,
+            awaited_in_iteration: self.awaited_in_iteration,
+            in_retry: self.in_retry,
+            propagated: self.propagated,
+            on_error: self.on_error,
+            after_change_on_branch: self.after_change_on_branch,
+            on_branch: self.on_branch,
+            then_writes_on_branch: self.then_writes_on_branch,
+            server_side_apply: self.server_side_apply,
+            text: self.text,
+            via_producer: self.via_producer,
+        }
     }
 }
 
-pub const WRITE_METHODS: &[&str] = &[
-    "create",
-    "replace",
-    "replace_status",
-    "patch",
-    "patch_status",
-    "patch_metadata",
-    "delete",
-    "delete_collection",
-    "commit",
-];
-
-/// `entry(name)` GETs the object before `commit()` writes it; `get_status`/`get_scale` GET a subresource.
-pub const READ_METHODS: &[&str] = &[
-    "entry",
-    "get",
-    "get_opt",
-    "list",
-    "list_metadata",
-    "get_metadata",
-    "get_metadata_opt",
-    "get_status",
-    "get_scale",
-];
+impl ApiCall {
+    pub fn is_read(&self) -> bool {
+        self.method.is_read()
+    }
+    pub fn is_write(&self) -> bool {
+        self.method.is_write()
+    }
+    /// Creates, deletes or writes a status: a step of the object's life, not a routine apply.
+    pub fn changes_state(&self) -> bool {
+        self.method.changes_state()
+    }
+    pub fn is_status_write(&self) -> bool {
+        self.method.is_status_write()
+    }
+}
 
 /// `Action::requeue(d)` or `ReconcilerAction { requeue_after: Some(d) }`.
 #[derive(Debug, Clone, Default)]

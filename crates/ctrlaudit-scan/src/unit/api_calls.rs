@@ -85,8 +85,7 @@ impl Unit<'_> {
                 if !(library || a.passes_api || inner.server_side_apply) {
                     continue;
                 }
-                let mut call = a.call.clone();
-                call.method = inner.method.clone();
+                let mut call = a.call.clone().with_method(inner.method);
                 // A generic wrapper's `Api<K>` says nothing; the call site's `Api` does.
                 call.kind = call
                     .kind

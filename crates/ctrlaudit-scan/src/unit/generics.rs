@@ -104,9 +104,11 @@ fn instantiate(models: &mut [FileModel], inst: &Instantiations) {
             .api_calls
             .iter_mut()
             .chain(f.volatile_writes.iter_mut().map(|v| &mut v.write))
-            .chain(f.param_writes.iter_mut().map(|(_, c)| c))
-            .chain(f.api_arg_calls.iter_mut().map(|a| &mut a.call));
+            .chain(f.param_writes.iter_mut().map(|(_, c)| c));
         calls.for_each(|c: &mut ApiCall| subst(&mut c.kind));
+        for a in &mut f.api_arg_calls {
+            subst(&mut a.call.kind);
+        }
         subst(&mut f.object_kind);
         for c in file.controllers.iter_mut().filter(|c| c.in_fn == name) {
             subst(&mut c.kind);
