@@ -8,13 +8,6 @@ pub(super) fn api_method(name: &str) -> Option<ApiMethod> {
     ApiMethod::ALL.into_iter().find(|m| m.name() == name)
 }
 
-/// Code that recognises a 409 Conflict: `code == 409`, `is_conflict()`, `reason == "Conflict"`.
-pub(super) fn handles_conflict(code: &str) -> bool {
-    code.contains("409")
-        || code.contains("is_conflict")
-        || code.contains("\"Conflict\"")
-        || code.contains("CONFLICT")
-}
 /// Name prefixes of calls that change something: the kube write verbs and the helpers operators wrap them in
 /// (`ensure_secret`, `patch_phase`, `add_finalizer`, `scale_desired`).
 pub(super) const WRITE_LIKE_PREFIXES: &[&str] = &[

@@ -33,7 +33,7 @@ impl<'ast> Extractor<'_, 'ast> {
             in_fn,
             reads,
             writes,
-            handles_conflict: handles_conflict(&t),
+            error_signs: source_text::error_signs(&t),
         });
     }
 

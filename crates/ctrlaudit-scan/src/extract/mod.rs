@@ -520,7 +520,7 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
                 in_fn: ctx.model.name.clone(),
             });
         }
-        ctx.model.handles_conflict = handles_conflict(&body);
+        ctx.model.error_signs = source_text::error_signs(&body);
         ctx.model.clears_resource_version = body.contains("resource_version=None");
         ctx.model.uses_finalizer = body.contains("finalizer(&");
         // Each watcher stream: its own statement, and the later ones that use the binding it went into.

@@ -152,11 +152,126 @@ fn literal_char(out: &mut String, chars: &[char], i: usize, c: char) {
     out.push(c);
 }
 
+/// The error signs (see [`ErrorSign`]) a block's compact text names: integer literals that are HTTP status
+/// codes, string literals that are one capitalised word or a status code, `is_*` predicates called, and
+/// upper-case constants. Read token by token, so `4090`, a `"Conflict of interest"` message or a comment are not
+/// signs.
+///
+/// [`ErrorSign`]: crate::sema::ErrorSign
+pub fn error_signs(compact: &str) -> Vec<crate::sema::ErrorSign> {
+    use crate::sema::ErrorSign;
+    let mut out: Vec<ErrorSign> = Vec::new();
+    let mut push = |s: ErrorSign| {
+        if !out.contains(&s) {
+            out.push(s);
+        }
+    };
+    let status = |digits: &str| {
+        digits
+            .parse::<u16>()
+            .ok()
+            .filter(|c| (100..=599).contains(c))
+    };
+    let chars: Vec<char> = compact.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '"' {
+            let mut j = i + 1;
+            let mut lit = String::new();
+            while j < chars.len() && chars[j] != '"' {
+                if chars[j] == '\\' {
+                    j += 1;
+                }
+                if let Some(&ch) = chars.get(j) {
+                    lit.push(ch);
+                }
+                j += 1;
+            }
+            if let Some(code) = status(&lit) {
+                push(ErrorSign::Code(code));
+            } else if lit.starts_with(|c: char| c.is_ascii_uppercase())
+                && lit.chars().all(|c| c.is_ascii_alphabetic())
+            {
+                push(ErrorSign::Reason(lit));
+            }
+            i = j + 1;
+        } else if c == '\'' {
+            // A character literal (`'"'`, `'\''`) is skipped whole; a lifetime is not a literal.
+            if chars.get(i + 1) == Some(&'\\') {
+                i += 4;
+            } else if chars.get(i + 2) == Some(&'\'') {
+                i += 3;
+            } else {
+                i += 1;
+            }
+        } else if c.is_ascii_digit() {
+            let start = i;
+            while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_') {
+                i += 1;
+            }
+            // `409`, `409u16`, `4_09`: the digits before a suffix.
+            let digits: String = chars[start..i]
+                .iter()
+                .take_while(|c| c.is_ascii_digit() || **c == '_')
+                .filter(|c| **c != '_')
+                .collect();
+            if let Some(code) = status(&digits) {
+                push(ErrorSign::Code(code));
+            }
+        } else if c.is_alphabetic() || c == '_' {
+            let start = i;
+            while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_') {
+                i += 1;
+            }
+            let word: String = chars[start..i].iter().collect();
+            if word.starts_with("is_") && chars.get(i) == Some(&'(') {
+                push(ErrorSign::Predicate(word));
+            } else if word.len() >= 3
+                && word.chars().all(|c| c.is_ascii_uppercase() || c == '_')
+                && word.chars().any(|c| c.is_ascii_uppercase())
+            {
+                push(ErrorSign::Constant(word));
+            }
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::lower::compact;
     use super::*;
     use syn::visit::Visit;
+
+    #[test]
+    fn error_signs_are_read_token_by_token() {
+        use crate::sema::{ErrorSign, tells_conflict};
+        let signs = error_signs(&compact_source(
+            r#"{ match e { Err(kube::Error::Api(ae)) if ae.code == 409 => {} _ => {} } }"#,
+        ));
+        assert_eq!(signs, [ErrorSign::Code(409)]);
+        for conflict in [
+            r#"{ if ae.reason == "Conflict" { retry() } }"#,
+            r#"{ if e.is_conflict() { retry() } }"#,
+            r#"{ if status == StatusCode::CONFLICT { retry() } }"#,
+            r#"{ if code == 409u16 { retry() } }"#,
+        ] {
+            assert!(
+                tells_conflict(&error_signs(&compact_source(conflict))),
+                "{conflict}"
+            );
+        }
+        for not in [
+            r#"{ let n = 4090; let m = "Conflict of interest"; }"#,
+            "{ // on 409, give up\n let c = '\"'; let s = \"x\"; }",
+            r#"{ if e.is_not_found() { create() } }"#,
+        ] {
+            assert!(!tells_conflict(&error_signs(&compact_source(not))), "{not}");
+        }
+    }
 
     #[test]
     fn drops_comments_and_spaces_like_printed_tokens() {

@@ -538,8 +538,8 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
         self.record_spawning_loop(f);
         self.visit_expr(&f.expr);
         // `for attempt in 1..=n { … 409 … }` is a bounded retry, not an iteration over objects.
-        let retry =
-            matches!(&*f.expr, Expr::Range(_)) && handles_conflict(&self.block_text(&f.body));
+        let retry = matches!(&*f.expr, Expr::Range(_))
+            && tells_conflict(&source_text::error_signs(&self.block_text(&f.body)));
         let scope = if retry { Scope::Loop } else { Scope::For };
         self.with_scope(scope, |s| s.visit_block(&f.body));
     }

@@ -113,7 +113,7 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
         for l in file
             .sleeping_loops
             .iter()
-            .filter(|l| l.reads && !l.writes && !l.handles_conflict)
+            .filter(|l| l.reads && !l.writes && !crate::sema::tells_conflict(&l.error_signs))
         {
             out.push(finding(
                 &crate::registry::CA203,

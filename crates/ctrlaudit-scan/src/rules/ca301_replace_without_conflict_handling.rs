@@ -8,7 +8,7 @@ use crate::sema::Verb;
 pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
     for id in cx.unit.all_fns() {
         let func = cx.unit.func(id);
-        if func.handles_conflict || func.clears_resource_version {
+        if func.handles_conflict() || func.clears_resource_version {
             continue;
         }
         for call in cx.unit.api_calls(id) {
@@ -24,7 +24,7 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
             let callers = cx.unit.callers(id);
             let handled_above = |c: &crate::unit::FnId| {
                 let f = cx.unit.func(*c);
-                f.handles_conflict
+                f.handles_conflict()
                     || f.calls.iter().any(|call| {
                         call.ctx.in_loop && cx.unit.resolve_callee(&call.callee, c.0).contains(&id)
                     })

@@ -18,7 +18,7 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
                 continue;
             }
             // A re-read inside a conflict retry loop is how conflicts are handled, not a cache miss.
-            if call.in_retry && func.handles_conflict {
+            if call.in_retry && func.handles_conflict() {
                 continue;
             }
             // Not every reconcile: a read on an error path (create → 409 → get, a fallback after a failure), or a

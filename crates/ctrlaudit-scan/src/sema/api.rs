@@ -158,6 +158,38 @@ impl fmt::Display for ApiMethod {
     }
 }
 
+/// A sign in code that it tells one API error from another: a status code, a reason, a predicate or a constant
+/// it names. The front end records what a body names; which signs mean "409 Conflict" is decided here, once,
+/// for every language and rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ErrorSign {
+    /// An HTTP status code (`e.code == 409`, `409 =>`, `"409"`).
+    Code(u16),
+    /// A one-word reason (`reason == "Conflict"`).
+    Reason(String),
+    /// A predicate called on an error (`is_conflict()`).
+    Predicate(String),
+    /// An upper-case constant (`StatusCode::CONFLICT`).
+    Constant(String),
+}
+
+impl ErrorSign {
+    /// Names the 409 Conflict the API server answers a write whose resourceVersion is stale.
+    pub fn is_conflict(&self) -> bool {
+        match self {
+            Self::Code(c) => *c == 409,
+            Self::Reason(r) => r == "Conflict",
+            Self::Predicate(p) => p.contains("is_conflict"),
+            Self::Constant(c) => c.contains("CONFLICT"),
+        }
+    }
+}
+
+/// Whether code showing `signs` tells a 409 Conflict apart.
+pub fn tells_conflict(signs: &[ErrorSign]) -> bool {
+    signs.iter().any(ErrorSign::is_conflict)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

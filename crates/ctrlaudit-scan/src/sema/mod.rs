@@ -57,8 +57,8 @@ pub struct SleepingLoop {
     pub reads: bool,
     /// The body writes to the API server.
     pub writes: bool,
-    /// The body tells 409 Conflict apart.
-    pub handles_conflict: bool,
+    /// What the body names that tells API errors apart (see [`tells_conflict`]).
+    pub error_signs: Vec<ErrorSign>,
 }
 
 /// One field of a struct literal: `replicas: Some(app.spec.replicas)` in a `DeploymentSpec { .. }`.
@@ -156,8 +156,9 @@ pub struct FnModel {
     /// Every call returns a value built from a volatile source (`fn condition(..) -> Condition` stamping
     /// `Utc::now()`), whatever the branch.
     pub returns_volatile: Option<VolatileReturn>,
-    /// The function handles 409 Conflict somewhere (`code == 409`, `is_conflict()`, `"Conflict"`).
-    pub handles_conflict: bool,
+    /// What the function names that tells API errors apart (`code == 409`, `is_conflict()`, `"Conflict"`); see
+    /// [`tells_conflict`].
+    pub error_signs: Vec<ErrorSign>,
     /// The function clears `resource_version` (an unconditional update, no 409 possible).
     pub clears_resource_version: bool,
     /// `finalizer(&api, …)` calls: writes the kind's metadata.
@@ -296,6 +297,13 @@ impl<M> ApiCall<M> {
             text: self.text,
             via_producer: self.via_producer,
         }
+    }
+}
+
+impl FnModel {
+    /// Tells 409 Conflict apart somewhere in its body.
+    pub fn handles_conflict(&self) -> bool {
+        tells_conflict(&self.error_signs)
     }
 }
 
