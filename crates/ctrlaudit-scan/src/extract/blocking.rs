@@ -1,8 +1,29 @@
-//! Blocking in async code that a statement shows: a std lock guard taken and held across a later `.await`.
+//! Blocking in async code: calls by their resolved path (which of them block is CA305's to say), and a std lock
+//! guard taken and held across a later `.await`, which a statement shows.
 
 use super::*;
 
 impl Extractor<'_, '_> {
+    /// Records a call by its resolved path or method name, for the rules that judge other libraries' calls.
+    pub(super) fn record_resolved_call(&mut self, callee: Callee, span: proc_macro2::Span) {
+        let off_runtime = self.blocking_ok > 0;
+        let (a, b) = (span.start(), span.end());
+        let n = |v: usize| u32::try_from(v).unwrap_or(u32::MAX);
+        let at = Pos {
+            line: n(a.line),
+            column: n(a.column + 1),
+            end_line: n(b.line),
+            end_column: n(b.column + 1),
+        };
+        if let Some(f) = self.fns.last_mut() {
+            f.model.resolved_calls.push(ResolvedCall {
+                callee,
+                at,
+                off_runtime,
+            });
+        }
+    }
+
     /// `let g = m.lock().unwrap();` followed, in the same block and before `drop(g)`, by an `.await`: the guard
     /// is held across it (`rest` is what follows the statement).
     pub(super) fn note_sync_guard(&mut self, l: &syn::Local, rest: &[Stmt]) {
@@ -27,7 +48,7 @@ impl Extractor<'_, '_> {
         if across && self.blocking_ok == 0 {
             let span = self.span(l.span());
             if let Some(f) = self.fns.last_mut() {
-                f.model.blocking.push(Site {
+                f.model.guards_across_await.push(Site {
                     span,
                     what: format!("std Mutex guard `{g}` held across .await"),
                     in_fn: f.model.name.clone(),

@@ -298,16 +298,7 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
                 }
             }
         }
-        if method == "block_on" && self.blocking_ok == 0 {
-            let span = self.span(m.method.span());
-            if let Some(f) = self.fns.last_mut() {
-                f.model.blocking.push(Site {
-                    span,
-                    what: "block_on".into(),
-                    in_fn: f.model.name.clone(),
-                });
-            }
-        }
+        self.record_resolved_call(Callee::Method(method.clone()), m.method.span());
         // Metric label values.
         if method == "with_label_values" || method == "get_or_create" {
             for a in &m.args {
@@ -362,24 +353,14 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
             let last = last_ident(&p.path);
             spawn_blocking = matches!(last.as_str(), "spawn_blocking" | "block_in_place");
             retry = last.to_ascii_lowercase().contains("retry");
-            // Blocking calls.
-            let blocking = resolved == "std::thread::sleep"
-                || resolved.starts_with("std::fs::")
-                || resolved.starts_with("std::process::Command")
-                || resolved.starts_with("reqwest::blocking::")
-                || resolved.ends_with("executor::block_on")
-                || (last == "block_on" && p.path.segments.len() == 1);
-            if blocking && self.blocking_ok == 0 {
-                let span = self.span(c.span());
-                let what = resolved.clone();
-                if let Some(f) = self.fns.last_mut() {
-                    f.model.blocking.push(Site {
-                        span,
-                        what,
-                        in_fn: f.model.name.clone(),
-                    });
-                }
-            }
+            // From the path to the closing parenthesis, without printing the call to find its extent.
+            let start = p
+                .path
+                .segments
+                .first()
+                .map_or_else(|| c.paren_token.span.open(), |s| s.ident.span());
+            let whole = start.join(c.paren_token.span.close()).unwrap_or(start);
+            self.record_resolved_call(Callee::Path(resolved.clone()), whole);
             // Requeues.
             if last == "requeue" && compact(&p.path).ends_with("Action::requeue") {
                 self.record_requeue(&Expr::Call(c.clone()));

@@ -140,7 +140,11 @@ pub struct FnModel {
     pub requeues: Vec<Requeue>,
     /// Every value returned (tail and `return`) when each is a requeue; `None` entries mean "something else".
     pub returns: Vec<Option<Requeue>>,
-    pub blocking: Vec<Site>,
+    /// A std lock guard held across a later `.await` in the same block.
+    pub guards_across_await: Vec<Site>,
+    /// Every call by its resolved path (`std::thread::sleep`) or, for a method, its name, with where it is made:
+    /// what rules that know other libraries' behaviour judge (CA305's blocking calls).
+    pub resolved_calls: Vec<ResolvedCall>,
     pub volatile_writes: Vec<VolatileWrite>,
     /// Parameters (by position, `self` not counted) whose value reaches the body of a write, unguarded.
     pub param_writes: Vec<(usize, ApiCall)>,
@@ -190,6 +194,39 @@ pub enum CallPath {
     /// On the deletion path (a finalizer's `Cleanup` arm, a branch taken because `deletion_timestamp` is set):
     /// once per deletion.
     Deletion,
+}
+
+/// A call as the front end resolved it (see [`FnModel::resolved_calls`]).
+#[derive(Debug, Clone)]
+pub struct ResolvedCall {
+    /// A function by its full path as imported (`std::fs::read_to_string`), or a method by name.
+    pub callee: Callee,
+    /// Where, in the file of the function it is in (every call of a file is recorded: no file name each).
+    pub at: Pos,
+    /// Inside `spawn_blocking`/`block_in_place`: off the async runtime's worker threads.
+    pub off_runtime: bool,
+}
+
+/// A place in a file whose name is known from elsewhere (the function's [`FnModel::span`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Pos {
+    pub line: u32,
+    pub column: u32,
+    pub end_line: u32,
+    pub end_column: u32,
+}
+
+impl Pos {
+    /// The same place as a [`Span`] of `file`.
+    pub fn in_file(self, file: &str) -> Span {
+        Span {
+            file: file.to_string(),
+            line: self.line as usize,
+            column: self.column as usize,
+            end_line: self.end_line as usize,
+            end_column: self.end_column as usize,
+        }
+    }
 }
 
 /// Where a call is made, as data.
