@@ -4,9 +4,10 @@
 use super::*;
 
 /// A function of the file that returns a `Controller<K>`, and what its body says about the one it builds.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(super) struct ControllerBuilder {
-    pub(super) has_predicate: bool,
+    /// The method calls of its body, as stream steps (it builds the stream there, or hands one in).
+    pub(super) steps: Vec<StreamStep>,
     pub(super) configured: bool,
     /// `Controller::for_stream(p, ..)` on its parameter at this position: the caller's stream decides.
     pub(super) stream_param: Option<usize>,
@@ -16,11 +17,48 @@ pub(super) enum ControllerRoot {
     New {
         span: proc_macro2::Span,
         kind: Option<String>,
-        has_predicate: bool,
-        hides_finalizers: bool,
+        stream: Vec<StreamStep>,
         config: ConcurrencyConfig,
     },
     Var(usize),
+}
+
+/// The method calls in an expression or block, outermost last, each with the names its arguments use.
+pub(super) fn stream_steps<'a>(nodes: impl IntoIterator<Item = StreamNode<'a>>) -> Vec<StreamStep> {
+    struct Names(Vec<String>);
+    impl<'ast> Visit<'ast> for Names {
+        fn visit_ident(&mut self, i: &'ast proc_macro2::Ident) {
+            self.0.push(i.to_string());
+        }
+    }
+    struct Steps(Vec<StreamStep>);
+    impl<'ast> Visit<'ast> for Steps {
+        fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
+            visit::visit_expr_method_call(self, m);
+            let mut names = Names(Vec::new());
+            for a in &m.args {
+                names.visit_expr(a);
+            }
+            self.0.push(StreamStep {
+                method: m.method.to_string(),
+                arg_names: names.0,
+            });
+        }
+    }
+    let mut steps = Steps(Vec::new());
+    for n in nodes {
+        match n {
+            StreamNode::Expr(e) => steps.visit_expr(e),
+            StreamNode::Block(b) => steps.visit_block(b),
+        }
+    }
+    steps.0
+}
+
+/// Where [`stream_steps`] looks.
+pub(super) enum StreamNode<'a> {
+    Expr(&'a Expr),
+    Block(&'a syn::Block),
 }
 pub(super) fn has_backoff(stmt: &str) -> bool {
     stmt.contains("backoff(") || stmt.contains("StreamBackoff") || stmt.contains("default_backoff")
@@ -157,24 +195,15 @@ impl<'ast> Extractor<'_, 'ast> {
                 if let Some(last) = segs.last()
                     && let Some(b) = self.controller_builders.get(&last.ident.to_string())
                 {
-                    // The stream handed in, filtered where the caller built it.
-                    let passed_filtered = b
-                        .stream_param
-                        .and_then(|i| c.args.iter().nth(i))
-                        .is_some_and(|a| {
-                            let mut text = compact(a);
-                            if let Some(v) = root_var(a).and_then(|n| self.var(&n))
-                                && let Some(init) = &v.init
-                            {
-                                text.push_str(&compact(init));
-                            }
-                            text.contains("predicate_filter") || text.contains(".predicate(")
-                        });
+                    // The builder's own steps, and the stream handed in where the caller built it.
+                    let mut stream = b.steps.clone();
+                    if let Some(a) = b.stream_param.and_then(|i| c.args.iter().nth(i)) {
+                        stream.extend(self.stream_of(a));
+                    }
                     return Some(ControllerRoot::New {
                         span: c.span(),
                         kind: None,
-                        has_predicate: b.has_predicate || passed_filtered,
-                        hides_finalizers: false,
+                        stream,
                         config: if b.configured {
                             ConcurrencyConfig::Unknown
                         } else {
@@ -208,26 +237,21 @@ impl<'ast> Extractor<'_, 'ast> {
                 let turbofish = first_type_argument_kind(&ty.arguments);
                 let first = c.args.first();
                 let mut kind = turbofish;
-                let mut has_predicate = false;
-                let mut hides_finalizers = false;
+                let mut stream = Vec::new();
                 if let Some(a) = first {
                     if kind.is_none() {
                         kind = self.api_receiver(a).flatten();
                     }
-                    let mut text = compact(a);
-                    if let Some(v) = root_var(a).and_then(|n| self.var(&n))
-                        && let Some(init) = &v.init
-                    {
-                        text.push_str(&compact(init));
-                    }
+                    // `Controller::new(api, ..)` takes an `Api`, not a stream: only `for_*` take one.
                     if ctor.starts_with("for_") {
-                        has_predicate =
-                            text.contains("predicate_filter") || text.contains(".predicate(");
-                        // A generation-only filter drops the update that adds a finalizer.
-                        hides_finalizers = has_predicate
-                            && text.contains("generation")
-                            && !text.contains("finalizers");
+                        stream = self.stream_of(a);
                         if kind.is_none() {
+                            let mut text = compact(a);
+                            if let Some(v) = root_var(a).and_then(|n| self.var(&n))
+                                && let Some(init) = &v.init
+                            {
+                                text.push_str(&compact(init));
+                            }
                             kind = self.kind_in_expr_vars(&text);
                         }
                     }
@@ -235,8 +259,7 @@ impl<'ast> Extractor<'_, 'ast> {
                 Some(ControllerRoot::New {
                     span: c.span(),
                     kind,
-                    has_predicate,
-                    hides_finalizers,
+                    stream,
                     config: ConcurrencyConfig::Absent,
                 })
             }
@@ -246,6 +269,14 @@ impl<'ast> Extractor<'_, 'ast> {
             }
             _ => None,
         }
+    }
+
+    /// The steps of a stream expression, and of the binding's initialiser when it is one.
+    fn stream_of(&self, a: &Expr) -> Vec<StreamStep> {
+        let init = root_var(a)
+            .and_then(|n| self.var(&n))
+            .and_then(|v| v.init.as_ref());
+        stream_steps(std::iter::once(StreamNode::Expr(a)).chain(init.map(StreamNode::Expr)))
     }
 
     pub(super) fn kind_in_expr_vars(&self, text: &str) -> Option<String> {
@@ -303,8 +334,7 @@ impl<'ast> Extractor<'_, 'ast> {
             ControllerRoot::New {
                 span,
                 kind,
-                has_predicate,
-                hides_finalizers,
+                stream,
                 config,
             } => {
                 let k = key(span);
@@ -316,8 +346,7 @@ impl<'ast> Extractor<'_, 'ast> {
                     span: self.span(span),
                     in_fn,
                     kind,
-                    has_predicate,
-                    hides_finalizers,
+                    stream,
                     config,
                     run: None,
                     stored_in: None,

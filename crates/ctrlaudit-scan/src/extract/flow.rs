@@ -235,7 +235,7 @@ impl<'ast> Visit<'ast> for PrePass<'_, '_, '_> {
             self.ex.controller_builders.insert(
                 f.sig.ident.to_string(),
                 ControllerBuilder {
-                    has_predicate: body.contains("predicate_filter"),
+                    steps: stream_steps([StreamNode::Block(&f.block)]),
                     configured: body.contains(".with_config("),
                     stream_param,
                 },

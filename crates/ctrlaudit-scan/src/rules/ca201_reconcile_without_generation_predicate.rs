@@ -4,12 +4,33 @@
 use super::{Ctx, finding};
 use crate::finding::{Evidence, Finding};
 use crate::unit::NO_GENERATION;
-use crate::sema::Verb;
+use crate::sema::{ControllerModel, Verb};
+
+/// kube-runtime's stream adapters that drop events by a predicate (`predicate_filter`, and `predicate` of
+/// older releases).
+const FILTERS: &[&str] = &["predicate_filter", "predicate"];
+
+/// The Controller's stream is filtered by a predicate.
+fn filtered(c: &ControllerModel) -> bool {
+    c.stream.iter().any(|s| FILTERS.contains(&s.method.as_str()))
+}
+
+/// The filter is generation-only (`predicates::generation`, a closure reading `.generation`), without the
+/// finalizers predicate: it also drops the update that adds a finalizer.
+fn hides_finalizers(c: &ControllerModel) -> bool {
+    let names = || {
+        c.stream
+            .iter()
+            .filter(|s| FILTERS.contains(&s.method.as_str()))
+            .flat_map(|s| &s.arg_names)
+    };
+    names().any(|n| n.contains("generation")) && !names().any(|n| n.contains("finalizers"))
+}
 
 pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
     for (fi, file) in cx.unit.files.iter().enumerate() {
         for c in &file.controllers {
-            if c.has_predicate {
+            if filtered(c) {
                 finalizer_hidden(cx, fi, c, out);
                 continue;
             }
@@ -78,7 +99,7 @@ fn is_type_parameter(kind: &str) -> bool {
 }
 
 /// The kind a controller reconciles: from its Api, or else from the object the reconcile it runs takes.
-fn controlled_kind(cx: &Ctx<'_>, fi: usize, c: &crate::sema::ControllerModel) -> Option<String> {
+fn controlled_kind(cx: &Ctx<'_>, fi: usize, c: &ControllerModel) -> Option<String> {
     c.kind.clone().or_else(|| {
         c.run
             .as_ref()
@@ -95,10 +116,10 @@ fn controlled_kind(cx: &Ctx<'_>, fi: usize, c: &crate::sema::ControllerModel) ->
 fn finalizer_hidden(
     cx: &Ctx<'_>,
     fi: usize,
-    c: &crate::sema::ControllerModel,
+    c: &ControllerModel,
     out: &mut Vec<Finding>,
 ) {
-    if !c.hides_finalizers {
+    if !hides_finalizers(c) {
         return;
     }
     let kind = controlled_kind(cx, fi, c);

@@ -466,14 +466,22 @@ pub struct ControllerModel {
     pub in_fn: String,
     /// The reconciled kind, when the `Api<K>` or turbofish says it.
     pub kind: Option<String>,
-    pub has_predicate: bool,
-    /// The predicate is generation-only: it also filters out the update that adds a finalizer.
-    pub hides_finalizers: bool,
+    /// The steps of the stream it is built on (`Controller::for_stream(watcher(..).predicate_filter(..))`,
+    /// through a binding or a builder function): which of them filter events is the rules' to say.
+    pub stream: Vec<StreamStep>,
     pub config: ConcurrencyConfig,
     pub run: Option<RunCall>,
     /// Handed to the constructor of the type whose method builds it (`Self::new(.., controller, ..)`): that
     /// type's `self_runs` start it.
     pub stored_in: Option<String>,
+}
+
+/// A method applied on the way to a Controller's stream, with the names its arguments use:
+/// `.predicate_filter(predicates::generation)` is `predicate_filter` with `predicates`, `generation`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamStep {
+    pub method: String,
+    pub arg_names: Vec<String>,
 }
 
 /// A Controller started from a value of a type's own (see `FileModel::self_runs`).
