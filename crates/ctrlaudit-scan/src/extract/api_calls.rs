@@ -164,7 +164,7 @@ impl<'ast> Extractor<'_, 'ast> {
         if method == ApiMethod::Commit {
             let via_var = root_var(&m.receiver)
                 .and_then(|n| self.var(&n))
-                .and_then(|v| v.init.as_ref())
+                .and_then(|v| v.init)
                 .is_some_and(|i| compact(i).contains(".entry("));
             if !compact(&m.receiver).contains(".entry(") && !via_var {
                 return;
@@ -332,7 +332,7 @@ impl<'ast> Extractor<'_, 'ast> {
             Expr::Paren(p) => self.api_producer(&p.expr, depth),
             Expr::Path(p) if depth == 0 => {
                 let v = self.var(&p.path.get_ident()?.to_string())?;
-                self.api_producer(v.init.as_ref()?, depth + 1)
+                self.api_producer(v.init?, depth + 1)
             }
             _ => None,
         }

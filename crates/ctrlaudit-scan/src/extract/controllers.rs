@@ -273,9 +273,7 @@ impl<'ast> Extractor<'_, 'ast> {
 
     /// The steps of a stream expression, and of the binding's initialiser when it is one.
     fn stream_of(&self, a: &Expr) -> Vec<StreamStep> {
-        let init = root_var(a)
-            .and_then(|n| self.var(&n))
-            .and_then(|v| v.init.as_ref());
+        let init = root_var(a).and_then(|n| self.var(&n)).and_then(|v| v.init);
         stream_steps(std::iter::once(StreamNode::Expr(a)).chain(init.map(StreamNode::Expr)))
     }
 

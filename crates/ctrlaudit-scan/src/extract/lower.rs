@@ -28,10 +28,10 @@ pub fn compact(node: &impl ToTokens) -> String {
 }
 
 /// The bindings of the function an expression may name, each with its initialiser.
-pub type Locals<'a> = &'a dyn Fn(&str) -> Option<Expr>;
+pub type Locals<'a> = &'a dyn Fn(&str) -> Option<&'a Expr>;
 
 /// No locals.
-pub fn no_locals(_: &str) -> Option<Expr> {
+pub fn no_locals<'e>(_: &str) -> Option<&'e Expr> {
     None
 }
 

@@ -9,7 +9,7 @@ impl<'ast> Extractor<'_, 'ast> {
         let value = lower::text(v);
         let bound_to = root_var(v)
             .and_then(|n| self.var(&n))
-            .and_then(|var| var.init.as_ref())
+            .and_then(|var| var.init)
             .map(lower::text);
         let span = self.span(v.span());
         let in_fn = self.fn_name();
@@ -48,10 +48,10 @@ impl<'ast> Extractor<'_, 'ast> {
             Expr::Path(p) if p.path.segments.len() == 1 => {
                 if let Some(init) = self
                     .var(&p.path.segments[0].ident.to_string())
-                    .and_then(|v| v.init.clone())
+                    .and_then(|v| v.init)
                     && matches!(init, Expr::Struct(_) | Expr::Array(_))
                 {
-                    self.check_labels(&init);
+                    self.check_labels(init);
                 }
             }
             other => self.check_label_value(other),

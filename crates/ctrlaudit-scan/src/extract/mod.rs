@@ -58,10 +58,11 @@ enum Scope {
     Closure,
 }
 #[derive(Debug, Default, Clone)]
-struct Var {
+struct Var<'ast> {
     is_api: bool,
     kind: Option<String>,
-    init: Option<Expr>,
+    /// The expression it was bound to, in the tree (never a copy: every `let` has one).
+    init: Option<&'ast Expr>,
     /// Holds a volatile value (one the file can see), or may (what calls of other files' functions returned).
     volatile: Vec<Vol>,
     /// Derived from the function's parameter at this position (`self` not counted).
@@ -89,7 +90,7 @@ struct Vol {
     /// volatile value.
     via: Option<String>,
 }
-impl Var {
+impl Var<'_> {
     /// Takes what a value assigned or added to it carries: a volatile value the file can see replaces mere
     /// candidates and is never replaced by them; candidates add up (`s.a = f(); s.b = g();`).
     fn hold(&mut self, found: Vec<Vol>) {
@@ -108,12 +109,12 @@ impl Var {
     }
 }
 #[derive(Debug, Default)]
-struct FnCtx {
+struct FnCtx<'ast> {
     model: FnModel,
     /// The type parameters in scope (the function's and its impl's): `T::f(..)` on one of them is a trait
     /// method, which any impl of the crate may answer.
     generics: HashSet<String>,
-    vars: HashMap<String, Var>,
+    vars: HashMap<String, Var<'ast>>,
     params: HashSet<String>,
     watcher_candidates: Vec<(Span, Option<String>, String)>,
     /// The `if`/`match` arms being visited, innermost last (see `ApiCall::then_writes_on_branch`).
@@ -177,7 +178,7 @@ pub struct Extractor<'a, 'ast> {
     /// The type parameters of the `impl` block being walked.
     impl_generics: Vec<String>,
     pub model: FileModel,
-    fns: Vec<FnCtx>,
+    fns: Vec<FnCtx<'ast>>,
     scopes: Vec<Scope>,
     guards: usize,
     /// Per guard counted in `guards`: the parameter whose whole value its condition compares (see
@@ -369,7 +370,7 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
             .unwrap_or_else(|| "<top level>".into())
     }
 
-    fn var(&self, name: &str) -> Option<&Var> {
+    fn var(&self, name: &str) -> Option<&Var<'ast>> {
         self.fns.last()?.vars.get(name)
     }
 
@@ -488,7 +489,7 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
             ctx.model.returned_text = Some(lower::text(only));
         }
         if ctx.returns_duration {
-            let locals = |n: &str| ctx.vars.get(n).and_then(|v| v.init.clone());
+            let locals = |n: &str| ctx.vars.get(n).and_then(|v| v.init);
             ctx.model.duration_returns = returned
                 .iter()
                 .map(|e| match e {

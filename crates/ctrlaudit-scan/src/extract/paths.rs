@@ -308,7 +308,7 @@ impl<'ast> Extractor<'_, 'ast> {
     }
 
     pub(super) fn requeue_of(&self, e: &Expr, ctx: &FnCtx) -> Option<Requeue> {
-        let locals = |n: &str| ctx.vars.get(n).and_then(|v| v.init.clone());
+        let locals = |n: &str| ctx.vars.get(n).and_then(|v| v.init);
         match e {
             Expr::Call(c) => {
                 let Expr::Path(p) = &*c.func else { return None };

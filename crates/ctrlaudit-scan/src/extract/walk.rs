@@ -163,7 +163,7 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
         if let Some(f) = self.fns.last_mut() {
             for n in &names {
                 let mut v = Var {
-                    init: (names.len() == 1).then(|| expr.clone()),
+                    init: (names.len() == 1).then_some(expr),
                     volatile: volatile.clone(),
                     from_param,
                     whole_param,
