@@ -82,7 +82,7 @@ pub fn value(expr: &Expr, locals: Locals<'_>) -> Value {
             }
             if segs.len() == 1 {
                 if let Some(init) = locals(last) {
-                    return value(&init, &no_locals);
+                    return value(init, &no_locals);
                 }
                 return Value::Name {
                     name: last.clone(),
