@@ -394,7 +394,7 @@ mod tests {
     #[test]
     fn a_local_is_read_through_its_initialiser_and_randomness_is_kept() {
         let init: Expr = syn::parse_str("if ok { 300 } else { 10 }").expect("expr");
-        let locals = |n: &str| (n == "secs").then(|| init.clone());
+        let locals = |n: &str| (n == "secs").then_some(&init);
         let v = value(
             &syn::parse_str("Duration::from_secs(secs)").expect("expr"),
             &locals,
