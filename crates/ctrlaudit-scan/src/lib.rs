@@ -107,7 +107,7 @@ pub enum ScanError {
 /// Every `[aliases]` entry names a method kube-rs's `Api` has: a misspelt one would count no call, silently.
 fn check_aliases(config: &Config) -> Result<(), ScanError> {
     for (wrapper, method) in &config.aliases {
-        if !sema::ApiMethod::ALL.iter().any(|m| m.name() == method) {
+        if sema::ApiMethod::named(method).is_none() {
             return Err(ScanError::UnknownAliasMethod {
                 config: config
                     .source

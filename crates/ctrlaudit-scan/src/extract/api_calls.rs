@@ -3,11 +3,6 @@
 
 use super::*;
 
-/// The `Api<K>` method kube-rs names `name`.
-pub(super) fn api_method(name: &str) -> Option<ApiMethod> {
-    ApiMethod::ALL.into_iter().find(|m| m.name() == name)
-}
-
 /// Name prefixes of calls that change something: the kube write verbs and the helpers operators wrap them in
 /// (`ensure_secret`, `patch_phase`, `add_finalizer`, `scale_desired`).
 pub(super) const WRITE_LIKE_PREFIXES: &[&str] = &[
@@ -15,7 +10,7 @@ pub(super) const WRITE_LIKE_PREFIXES: &[&str] = &[
     "scale", "replace", "upsert",
 ];
 pub(super) fn is_write_like(name: &str) -> bool {
-    api_method(name).is_some_and(ApiMethod::is_write)
+    ApiMethod::named(name).is_some_and(ApiMethod::is_write)
         || WRITE_LIKE_PREFIXES.iter().any(|p| name.starts_with(p))
 }
 
@@ -155,7 +150,7 @@ impl<'ast> Extractor<'_, 'ast> {
     }
 
     pub(super) fn handle_api_call(&mut self, m: &syn::ExprMethodCall) {
-        let Some(method) = api_method(&m.method.to_string()) else {
+        let Some(method) = ApiMethod::named(&m.method.to_string()) else {
             return;
         };
         let args: Vec<&Expr> = m.args.iter().collect();
@@ -387,7 +382,7 @@ impl<'ast> Extractor<'_, 'ast> {
                     .map(|(_, v)| v)
             });
         // A wrapper of a name kube-rs's `Api` does not have wraps no API call.
-        let Some(method) = method.and_then(|m| api_method(m)) else {
+        let Some(method) = method.and_then(|m| ApiMethod::named(m)) else {
             return;
         };
         let args: Vec<&Expr> = c.args.iter().collect();

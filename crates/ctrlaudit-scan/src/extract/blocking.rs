@@ -7,14 +7,7 @@ impl Extractor<'_, '_> {
     /// Records a call by its resolved path or method name, for the rules that judge other libraries' calls.
     pub(super) fn record_resolved_call(&mut self, callee: Callee, span: proc_macro2::Span) {
         let off_runtime = self.blocking_ok > 0;
-        let (a, b) = (span.start(), span.end());
-        let n = |v: usize| u32::try_from(v).unwrap_or(u32::MAX);
-        let at = Pos {
-            line: n(a.line),
-            column: n(a.column + 1),
-            end_line: n(b.line),
-            end_column: n(b.column + 1),
-        };
+        let at = to_pos(span);
         if let Some(f) = self.fns.last_mut() {
             f.model.resolved_calls.push(ResolvedCall {
                 callee,

@@ -38,8 +38,8 @@ impl<'ast> Extractor<'_, 'ast> {
     }
 
     /// Records a `for` loop whose body spawns tasks or collects futures, with what it does per iteration.
-    pub(super) fn record_spawning_loop(&mut self, f: &syn::ExprForLoop) {
-        let body = self.block_text(&f.body);
+    /// `body` is the loop body's compact text.
+    pub(super) fn record_spawning_loop(&mut self, f: &syn::ExprForLoop, body: &str) {
         let spawns = [
             "spawn(",
             ".push(",
@@ -55,7 +55,7 @@ impl<'ast> Extractor<'_, 'ast> {
         let mut loop_vars = Vec::new();
         pat_idents(&f.pat, &mut loop_vars);
         let iterates = format!("{} {}", loop_vars.join(" "), compact(&f.expr));
-        let calls = namespaced_api_calls(&body);
+        let calls = namespaced_api_calls(body);
         let namespaced_api_from_loop_var = calls.iter().any(|i| {
             let args: String = body[*i..].chars().take_while(|c| *c != ';').collect();
             loop_vars.iter().any(|v| contains_ident(&args, v))

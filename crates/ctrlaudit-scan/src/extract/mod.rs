@@ -34,13 +34,17 @@ use volatile::*;
 
 /// Converts a proc-macro2 span into a 1-based [`Span`].
 pub fn to_span(file: &str, s: proc_macro2::Span) -> Span {
+    to_pos(s).in_file(file)
+}
+/// Converts a proc-macro2 span into a 1-based [`Pos`], for facts that know their file from elsewhere.
+fn to_pos(s: proc_macro2::Span) -> Pos {
     let (a, b) = (s.start(), s.end());
-    Span {
-        file: file.to_string(),
-        line: a.line,
-        column: a.column + 1,
-        end_line: b.line,
-        end_column: b.column + 1,
+    let n = |v: usize| u32::try_from(v).unwrap_or(u32::MAX);
+    Pos {
+        line: n(a.line),
+        column: n(a.column + 1),
+        end_line: n(b.line),
+        end_column: n(b.column + 1),
     }
 }
 fn start_end(file: &str, start: proc_macro2::Span, end: proc_macro2::Span) -> Span {
@@ -385,21 +389,14 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
         sig: &syn::Signature,
         span: proc_macro2::Span,
     ) {
-        let mut ctx = FnCtx {
-            generics: sig
-                .generics
-                .type_params()
-                .map(|t| t.ident.to_string())
-                .chain(self.impl_generics.iter().cloned())
-                .collect(),
-            ..FnCtx::default()
-        };
+        let mut ctx = FnCtx::default();
         ctx.model.generics = sig
             .generics
             .type_params()
             .map(|t| t.ident.to_string())
             .chain(self.impl_generics.iter().cloned())
             .collect();
+        ctx.generics = ctx.model.generics.iter().cloned().collect();
         let ret = compact(&sig.output);
         ctx.model.returns_volatile = self.volatile_fns.get(&name).map(|v| VolatileReturn {
             span: v.span.clone(),

@@ -509,7 +509,7 @@ impl<'ast> Extractor<'_, 'ast> {
         callee: String,
         args: impl Iterator<Item = &'e Expr>,
     ) {
-        if self.guards > 0 || api_method(&callee).is_some() {
+        if self.guards > 0 || ApiMethod::named(&callee).is_some() {
             return;
         }
         let branches = self.branches;

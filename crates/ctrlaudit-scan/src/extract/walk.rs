@@ -264,7 +264,7 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
             );
         }
         // `annotations.insert(KEY, Utc::now()..)` makes `annotations` volatile, under that key.
-        if !api_method(&method).is_some_and(ApiMethod::is_write)
+        if !ApiMethod::named(&method).is_some_and(ApiMethod::is_write)
             && !is_fallback(&method)
             && let Some(root) = root_var(&m.receiver)
         {
@@ -516,11 +516,12 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
     }
 
     fn visit_expr_for_loop(&mut self, f: &'ast syn::ExprForLoop) {
-        self.record_spawning_loop(f);
+        let body = self.block_text(&f.body);
+        self.record_spawning_loop(f, &body);
         self.visit_expr(&f.expr);
         // `for attempt in 1..=n { … 409 … }` is a bounded retry, not an iteration over objects.
-        let retry = matches!(&*f.expr, Expr::Range(_))
-            && tells_conflict(&source_text::error_signs(&self.block_text(&f.body)));
+        let retry =
+            matches!(&*f.expr, Expr::Range(_)) && tells_conflict(&source_text::error_signs(&body));
         let scope = if retry { Scope::Loop } else { Scope::For };
         self.with_scope(scope, |s| s.visit_block(&f.body));
     }

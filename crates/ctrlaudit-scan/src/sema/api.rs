@@ -126,6 +126,11 @@ impl ApiMethod {
         self == Self::Create || self.is_status_write()
     }
 
+    /// The operation kube-rs's `Api` names `name` (`patch_status`), if any.
+    pub fn named(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|m| m.name() == name)
+    }
+
     /// kube-rs's name of the method, for messages (`patch_status`).
     pub fn name(self) -> &'static str {
         use ApiMethod::*;
