@@ -122,10 +122,16 @@ pub(super) fn analyze_text(
         set_aside.push(t.item.clone());
     }
     let model = loop {
-        let source = if set_aside.is_empty() {
+        // Test modules are not analysed (`is_test_code`): not parsing them is a third less to parse.
+        let source = if set_aside.is_empty() && measured.test_modules.is_empty() {
             std::borrow::Cow::Borrowed(text)
         } else {
-            std::borrow::Cow::Owned(depth::blank(text, &set_aside))
+            let blanked: Vec<_> = set_aside
+                .iter()
+                .chain(&measured.test_modules)
+                .cloned()
+                .collect();
+            std::borrow::Cow::Owned(depth::blank(text, &blanked))
         };
         match syn::parse_file(&source) {
             Ok(file) => {

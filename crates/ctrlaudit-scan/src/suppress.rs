@@ -38,6 +38,10 @@ fn comment_start(line: &str) -> Option<usize> {
 /// Finds the allow comments of a file.
 pub fn parse(text: &str) -> Vec<Suppression> {
     let mut out = Vec::new();
+    // Most files hold no allow comment: one vectorised search of the whole text instead of a scan per line.
+    if !text.contains(MARK) {
+        return out;
+    }
     for (i, line) in text.lines().enumerate() {
         let Some(c) = comment_start(line) else {
             continue;

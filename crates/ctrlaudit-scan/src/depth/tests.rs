@@ -115,3 +115,32 @@ fn blank_keeps_lines_and_columns() {
     assert_eq!(offset_of(text, 5, 3), text.find("c()").expect("c"));
     assert_eq!(line_of(text, text.find("fn c").expect("fn c")), 5);
 }
+
+#[test]
+fn test_modules_are_recognised_and_nothing_else() {
+    let text = "use a::b;\n#[cfg(test)]\n/// doc\npub(crate) mod tests { fn f() { let s = \"}\"; } }\nfn real() {}\n#[cfg(test)] mod t2 {}\n";
+    let m = measure(text);
+    let found: Vec<&str> = m
+        .test_modules
+        .iter()
+        .map(|r| text[r.clone()].trim())
+        .collect();
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert!(
+        found[0].starts_with("#[cfg(test)]") && found[0].ends_with("} }"),
+        "{found:?}"
+    );
+    assert!(!found[0].contains("fn real"), "{found:?}");
+    assert_eq!(found[1], "#[cfg(test)] mod t2 {}");
+    for not in [
+        "#[cfg(not(test))] mod x { fn a() {} }\n",
+        "#[cfg(all(test, unix))] mod x { fn a() {} }\n",
+        "#[cfg(test)] mod x;\n",
+        "#[cfg(test)] fn x() {}\n",
+        "#![cfg(test)]\nmod x { fn a() {} }\n",
+        "#[cfg(test)] mod x { fn a() {} }.await;\n",
+        "mod x { #[cfg(test)] mod y {} }\n",
+    ] {
+        assert!(measure(not).test_modules.is_empty(), "{not}");
+    }
+}

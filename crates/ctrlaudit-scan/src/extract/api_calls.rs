@@ -391,7 +391,7 @@ impl<'ast> Extractor<'_, 'ast> {
         let kind = self.fns.last().and_then(|f| f.model.object_kind.clone());
         let call = self.api_call_here(
             method,
-            to_span(self.path, c.span()),
+            to_span(self.path, call_extent(c)),
             kind,
             body_has_status,
             key(c.func.span()),

@@ -8,6 +8,10 @@ use super::*;
 /// against a number (`if pool.spec.desired > 0`) or an emptiness test, which say which path runs, not whether
 /// anything changed.
 pub(super) fn is_write_guard(cond: &Expr) -> bool {
+    is_write_guard_text(cond, &compact(cond))
+}
+/// [`is_write_guard`] of a condition whose compact text is at hand.
+pub(super) fn is_write_guard_text(cond: &Expr, text: &str) -> bool {
     let number = |e: &Expr| matches!(e, Expr::Lit(l) if matches!(l.lit, syn::Lit::Int(_) | syn::Lit::Float(_)));
     // `if !preconditions.is_empty()`: whether there is anything to do, not whether it changed.
     let inner = match cond {
@@ -26,7 +30,7 @@ pub(super) fn is_write_guard(cond: &Expr) -> bool {
     {
         return false;
     }
-    is_change_guard(&compact(cond))
+    is_change_guard(text)
 }
 /// A condition that compares old with new, or checks presence: the shape of a write guard.
 pub(super) fn is_change_guard(cond: &str) -> bool {
@@ -92,8 +96,8 @@ pub(super) fn whole_param_in_tokens(ts: TokenStream, vars: &HashMap<String, Var>
 }
 /// An `if` condition that says the branch runs because something was just written or changed: a write-like call
 /// in it (`if ensure_admin_secret(..).await? {`) or a flag named for it (`if require_status_update {`).
-pub(super) fn signals_change(cond: &Expr) -> bool {
-    let text = compact(cond).to_ascii_lowercase();
+pub(super) fn signals_change(cond_text: &str) -> bool {
+    let text = cond_text.to_ascii_lowercase();
     let flag = [
         "changed",
         "require_status_update",

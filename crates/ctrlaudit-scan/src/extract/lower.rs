@@ -3,28 +3,45 @@
 
 use crate::sema::{Callee, Op, TextExpr, TextSource, Value};
 use quote::ToTokens;
+use std::fmt::Write as _;
 use syn::{BinOp, Expr, Lit};
 
 /// Compact token text of a syntax node, for messages: `Utc::now()` rather than `Utc :: now ()`. A space stays
 /// only between two word characters, so that `match watcher` does not become `matchwatcher`.
 pub fn compact(node: &impl ToTokens) -> String {
-    let raw = node.to_token_stream().to_string();
-    let word = |c: char| c.is_alphanumeric() || c == '_';
-    let mut out = String::with_capacity(raw.len());
-    let mut last: Option<char> = None;
-    let mut chars = raw.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == ' ' {
-            if last.is_some_and(word) && chars.peek().copied().is_some_and(word) {
-                out.push(' ');
-                last = Some(' ');
+    let mut c = Compactor::default();
+    // Printing into the filter: the tokens' text is never held whole. Writing to a `String` cannot fail.
+    let _ = write!(c, "{}", node.to_token_stream());
+    c.out
+}
+
+/// The filter of [`compact`] over the printed tokens, a piece at a time: of a run of spaces only the last can be
+/// written, and only between two word characters.
+#[derive(Default)]
+struct Compactor {
+    out: String,
+    last: Option<char>,
+    /// Spaces were read since the last character written.
+    space: bool,
+}
+
+impl std::fmt::Write for Compactor {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        let word = |c: char| c.is_alphanumeric() || c == '_';
+        for c in s.chars() {
+            if c == ' ' {
+                self.space = true;
+                continue;
             }
-        } else {
-            out.push(c);
-            last = Some(c);
+            if self.space && self.last.is_some_and(word) && word(c) {
+                self.out.push(' ');
+            }
+            self.space = false;
+            self.out.push(c);
+            self.last = Some(c);
         }
+        Ok(())
     }
-    out
 }
 
 /// The bindings of the function an expression may name, each with its initialiser.

@@ -37,15 +37,24 @@ enum In {
 ///
 /// [`compact`]: super::lower::compact
 pub fn compact_source(src: &str) -> String {
-    let chars: Vec<char> = src.chars().collect();
-    let mut out = String::with_capacity(src.len());
+    // Most code is ASCII: its bytes are its characters, and no copy of the text as `char`s is made.
+    if src.is_ascii() {
+        compact_chars(src.as_bytes(), src.len())
+    } else {
+        compact_chars(&src.chars().collect::<Vec<char>>(), src.len())
+    }
+}
+
+fn compact_chars<C: Copy + Into<char>>(chars: &[C], len: usize) -> String {
+    let ch = |j: usize| -> char { chars[j].into() };
+    let mut out = String::with_capacity(len);
     let mut state = In::Code;
     // Whitespace or a comment was skipped since the last character written (code only).
     let mut gap = false;
     let mut i = 0;
-    let at = |j: usize| chars.get(j).copied();
+    let at = |j: usize| chars.get(j).map(|c| (*c).into());
     while i < chars.len() {
-        let c = chars[i];
+        let c = ch(i);
         match state {
             In::Code => {
                 if c.is_whitespace() {
@@ -54,7 +63,7 @@ pub fn compact_source(src: &str) -> String {
                     continue;
                 }
                 if c == '/' && at(i + 1) == Some('/') {
-                    while i < chars.len() && chars[i] != '\n' {
+                    while i < chars.len() && ch(i) != '\n' {
                         i += 1;
                     }
                     gap = true;
@@ -63,10 +72,10 @@ pub fn compact_source(src: &str) -> String {
                 if c == '/' && at(i + 1) == Some('*') {
                     let mut depth = 0usize;
                     while i < chars.len() {
-                        if chars[i] == '/' && at(i + 1) == Some('*') {
+                        if ch(i) == '/' && at(i + 1) == Some('*') {
                             depth += 1;
                             i += 2;
-                        } else if chars[i] == '*' && at(i + 1) == Some('/') {
+                        } else if ch(i) == '*' && at(i + 1) == Some('/') {
                             depth -= 1;
                             i += 2;
                             if depth == 0 {
@@ -83,7 +92,7 @@ pub fn compact_source(src: &str) -> String {
                     out.push(' ');
                 }
                 gap = false;
-                let prev_is_word = i > 0 && word(chars[i - 1]);
+                let prev_is_word = i > 0 && word(ch(i - 1));
                 if c == '"' {
                     state = In::Str;
                 } else if c == '\'' {
@@ -101,7 +110,7 @@ pub fn compact_source(src: &str) -> String {
                         j += 1;
                     }
                     if at(j) == Some('"') {
-                        out.extend(&chars[i..=j]);
+                        out.extend(chars[i..=j].iter().map(|c| (*c).into()));
                         state = In::Raw(j - start);
                         i = j + 1;
                         continue;
@@ -115,22 +124,22 @@ pub fn compact_source(src: &str) -> String {
                 if c == '\\' {
                     out.push(c);
                     if let Some(n) = at(i + 1) {
-                        literal_char(&mut out, &chars, i + 1, n);
+                        literal_char(&mut out, chars, i + 1, n);
                     }
                     i += 2;
                     continue;
                 }
-                literal_char(&mut out, &chars, i, c);
+                literal_char(&mut out, chars, i, c);
                 if c == close {
                     state = In::Code;
                 }
                 i += 1;
             }
             In::Raw(hashes) => {
-                literal_char(&mut out, &chars, i, c);
+                literal_char(&mut out, chars, i, c);
                 i += 1;
                 if c == '"' && (0..hashes).all(|k| at(i + k) == Some('#')) {
-                    out.extend(&chars[i..i + hashes]);
+                    out.extend(chars[i..i + hashes].iter().map(|c| (*c).into()));
                     i += hashes;
                     state = In::Code;
                 }
@@ -142,9 +151,9 @@ pub fn compact_source(src: &str) -> String {
 
 /// Writes one character of a literal: a space only between two word characters, like `compact` does to the
 /// printed text (which cannot tell a literal's spaces from the spaces between tokens).
-fn literal_char(out: &mut String, chars: &[char], i: usize, c: char) {
+fn literal_char<C: Copy + Into<char>>(out: &mut String, chars: &[C], i: usize, c: char) {
     if c == ' ' {
-        let next = chars.get(i + 1).copied();
+        let next: Option<char> = chars.get(i + 1).map(|c| (*c).into());
         if !(out.chars().last().is_some_and(word) && next.is_some_and(word)) {
             return;
         }
@@ -159,7 +168,20 @@ fn literal_char(out: &mut String, chars: &[char], i: usize, c: char) {
 ///
 /// [`ErrorSign`]: crate::sema::ErrorSign
 pub fn error_signs(compact: &str) -> Vec<crate::sema::ErrorSign> {
+    // As in `compact_source`: ASCII text is read as bytes, without a copy as `char`s.
+    if compact.is_ascii() {
+        signs_in(compact.as_bytes())
+    } else {
+        signs_in(&compact.chars().collect::<Vec<char>>())
+    }
+}
+
+fn signs_in<C: Copy + Into<char>>(chars: &[C]) -> Vec<crate::sema::ErrorSign> {
     use crate::sema::ErrorSign;
+    let ch = |j: usize| -> char { chars[j].into() };
+    let at = |j: usize| -> Option<char> { chars.get(j).map(|c| (*c).into()) };
+    let text =
+        |r: std::ops::Range<usize>| -> String { chars[r].iter().map(|c| (*c).into()).collect() };
     let mut out: Vec<ErrorSign> = Vec::new();
     let mut push = |s: ErrorSign| {
         if !out.contains(&s) {
@@ -172,19 +194,18 @@ pub fn error_signs(compact: &str) -> Vec<crate::sema::ErrorSign> {
             .ok()
             .filter(|c| (100..=599).contains(c))
     };
-    let chars: Vec<char> = compact.chars().collect();
     let mut i = 0;
     while i < chars.len() {
-        let c = chars[i];
+        let c = ch(i);
         if c == '"' {
             let mut j = i + 1;
             let mut lit = String::new();
-            while j < chars.len() && chars[j] != '"' {
-                if chars[j] == '\\' {
+            while j < chars.len() && ch(j) != '"' {
+                if ch(j) == '\\' {
                     j += 1;
                 }
-                if let Some(&ch) = chars.get(j) {
-                    lit.push(ch);
+                if let Some(c) = at(j) {
+                    lit.push(c);
                 }
                 j += 1;
             }
@@ -198,34 +219,34 @@ pub fn error_signs(compact: &str) -> Vec<crate::sema::ErrorSign> {
             i = j + 1;
         } else if c == '\'' {
             // A character literal (`'"'`, `'\''`) is skipped whole; a lifetime is not a literal.
-            if chars.get(i + 1) == Some(&'\\') {
+            if at(i + 1) == Some('\\') {
                 i += 4;
-            } else if chars.get(i + 2) == Some(&'\'') {
+            } else if at(i + 2) == Some('\'') {
                 i += 3;
             } else {
                 i += 1;
             }
         } else if c.is_ascii_digit() {
             let start = i;
-            while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_') {
+            while i < chars.len() && (ch(i).is_alphanumeric() || ch(i) == '_') {
                 i += 1;
             }
             // `409`, `409u16`, `4_09`: the digits before a suffix.
-            let digits: String = chars[start..i]
-                .iter()
-                .take_while(|c| c.is_ascii_digit() || **c == '_')
-                .filter(|c| **c != '_')
+            let digits: String = text(start..i)
+                .chars()
+                .take_while(|c| c.is_ascii_digit() || *c == '_')
+                .filter(|c| *c != '_')
                 .collect();
             if let Some(code) = status(&digits) {
                 push(ErrorSign::Code(code));
             }
         } else if c.is_alphabetic() || c == '_' {
             let start = i;
-            while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_') {
+            while i < chars.len() && (ch(i).is_alphanumeric() || ch(i) == '_') {
                 i += 1;
             }
-            let word: String = chars[start..i].iter().collect();
-            if word.starts_with("is_") && chars.get(i) == Some(&'(') {
+            let word = text(start..i);
+            if word.starts_with("is_") && at(i) == Some('(') {
                 push(ErrorSign::Predicate(word));
             } else if word.len() >= 3
                 && word.chars().all(|c| c.is_ascii_uppercase() || c == '_')

@@ -263,8 +263,7 @@ pub(super) fn is_cleanup_pattern(p: &Pat) -> bool {
 /// Whether an `if` condition asks if the object is being deleted: `Some(true)` when the then-branch runs on
 /// deletion (`deletion_timestamp.is_some()`, `if let Some(_) = meta.deletion_timestamp`), `Some(false)` when the
 /// else-branch does (`deletion_timestamp.is_none()`), `None` when it is not about deletion.
-pub(super) fn deletion_condition(cond: &Expr) -> Option<bool> {
-    let text = compact(cond);
+pub(super) fn deletion_condition(cond: &Expr, text: &str) -> Option<bool> {
     if !text.contains("deletion_timestamp") {
         return None;
     }
@@ -388,6 +387,25 @@ pub(super) fn attr_value(text: &str, key: &str) -> Option<String> {
     None
 }
 /// `#[cfg(test)]`, `#[test]`, `#[tokio::test]`: test code does odd things on purpose.
+/// The extent of a call, from its first token to its closing parenthesis, without printing the call (and every
+/// argument, closures and async blocks included) back to tokens as `Spanned::span` does.
+pub(super) fn call_extent(c: &syn::ExprCall) -> proc_macro2::Span {
+    let start = match &*c.func {
+        Expr::Path(p) if c.attrs.is_empty() && p.attrs.is_empty() => match (&p.qself, &p.path) {
+            (Some(q), _) => Some(q.lt_token.span),
+            (None, path) => match &path.leading_colon {
+                Some(colon) => Some(colon.spans[0]),
+                None => path.segments.first().map(|s| s.ident.span()),
+            },
+        },
+        _ => None,
+    };
+    match start {
+        Some(s) => s.join(c.paren_token.span.close()).unwrap_or(s),
+        None => c.span(),
+    }
+}
+
 pub(super) fn is_test_code(attrs: &[syn::Attribute]) -> bool {
     attrs.iter().any(|a| {
         let path = a.path();

@@ -17,6 +17,15 @@ pub(super) const VOLATILE: &[(&str, &str)] = &[
     ("rand", "random"),
     ("rand", "thread_rng"),
 ];
+/// Whether `text` names a function of [`VOLATILE`]: one automaton searches a function body once, not once per
+/// name (an automaton that could not be built says yes, and the body is walked).
+fn names_volatile(text: &str) -> bool {
+    static NAMES: std::sync::LazyLock<Option<aho_corasick::AhoCorasick>> =
+        std::sync::LazyLock::new(|| {
+            aho_corasick::AhoCorasick::new(VOLATILE.iter().map(|(_, m)| m)).ok()
+        });
+    NAMES.as_ref().is_none_or(|n| n.is_match(text))
+}
 /// Methods whose arguments give a value only when there is none: what they stamp is not stamped on every call.
 const FALLBACKS: &[&str] = &[
     "unwrap_or",
@@ -210,26 +219,26 @@ impl PrePass<'_, '_, '_> {
         if EVERY_TYPE.contains(&name.as_str()) {
             return;
         }
-        let ret = match &sig.output {
-            syn::ReturnType::Default => return,
-            syn::ReturnType::Type(_, t) => compact(t),
-        };
-        if ret == "bool"
-            || ["Action", "Duration", "Instant"]
-                .iter()
-                .any(|t| ret.contains(t))
-        {
+        let syn::ReturnType::Type(_, ret) = &sig.output else {
             return;
-        }
+        };
         // What the walk below can find is named in the body's text: a body that names no volatile source and no
         // function known to return one is not walked (nor its macros parsed), on each of the three passes.
         if let Some(text) = self.ex.block_source(block)
-            && !VOLATILE.iter().any(|(_, m)| text.contains(m))
+            && !names_volatile(text)
             && !self
                 .ex
                 .volatile_fns
                 .keys()
                 .any(|k| text.contains(k.as_str()))
+        {
+            return;
+        }
+        let ret = compact(ret);
+        if ret == "bool"
+            || ["Action", "Duration", "Instant"]
+                .iter()
+                .any(|t| ret.contains(t))
         {
             return;
         }
@@ -433,8 +442,8 @@ impl<'ast> Extractor<'_, 'ast> {
     /// anywhere in it, or what its assignments to its own parameters call (`|status| status.last_seen =
     /// Some(now_rfc3339())`). Other calls in it (`status.set_condition(ready(..))`) may keep an earlier value: not
     /// followed.
-    fn closure_volatiles(&self, arg: &Expr, c: &syn::ExprClosure) -> Vec<Vol> {
-        let all = self.find_volatile(&[arg]);
+    fn closure_volatiles(&self, arg: TokenStream, c: &syn::ExprClosure) -> Vec<Vol> {
+        let all = self.find_volatile_in([arg]);
         if all.first().is_some_and(|v| v.via.is_none()) {
             return all;
         }
@@ -465,19 +474,23 @@ impl<'ast> Extractor<'_, 'ast> {
     /// The volatile value one of `nodes` carries: the first one the file can see, else up to
     /// [`MAX_CANDIDATES`] calls of functions it cannot see into (each with `via` set).
     pub(super) fn find_volatile(&self, nodes: &[&Expr]) -> Vec<Vol> {
+        self.find_volatile_in(nodes.iter().map(|n| n.to_token_stream()))
+    }
+
+    /// [`Extractor::find_volatile`] of nodes already printed to tokens.
+    pub(super) fn find_volatile_in(
+        &self,
+        nodes: impl IntoIterator<Item = TokenStream>,
+    ) -> Vec<Vol> {
         let Some(f) = self.fns.last() else {
             return Vec::new();
         };
         let mut cands = Vec::new();
         for n in nodes {
             let mut key = None;
-            if let Some((sp, src, k, origin)) = volatile_in_tokens(
-                n.to_token_stream(),
-                &f.vars,
-                &self.volatile_fns,
-                &mut key,
-                &mut cands,
-            ) {
+            if let Some((sp, src, k, origin)) =
+                volatile_in_tokens(n, &f.vars, &self.volatile_fns, &mut key, &mut cands)
+            {
                 let span = origin.unwrap_or_else(|| self.span(sp));
                 return vec![Vol {
                     span,
@@ -517,7 +530,14 @@ impl<'ast> Extractor<'_, 'ast> {
         let mut passes: Vec<ParamPass> = Vec::new();
         let takes_params = self.fns.last().is_some_and(|f| !f.params.is_empty());
         for (index, a) in args.enumerate() {
-            if takes_params && let Some(param) = self.param_in(&[a]) {
+            // The argument printed once for both token searches.
+            let tokens = a.to_token_stream();
+            if takes_params
+                && let Some(param) = self
+                    .fns
+                    .last()
+                    .and_then(|f| param_in_tokens(tokens.clone(), &f.vars))
+            {
                 passes.push(ParamPass {
                     param,
                     callee: callee.clone(),
@@ -525,8 +545,8 @@ impl<'ast> Extractor<'_, 'ast> {
                 });
             }
             let vols = match a {
-                Expr::Closure(c) => self.closure_volatiles(a, c),
-                _ => self.find_volatile(&[a]),
+                Expr::Closure(c) => self.closure_volatiles(tokens, c),
+                _ => self.find_volatile_in([tokens]),
             };
             for v in vols {
                 if branches > 0 && v.via.is_none() && !v.source.contains(" (in ") {

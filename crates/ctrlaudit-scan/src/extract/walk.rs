@@ -131,13 +131,16 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
                 _ => None,
             }
         });
+        // The initialiser printed once for the three token searches below.
+        let tokens = expr.to_token_stream();
         let volatile = if yields_plain(expr) {
             Vec::new()
         } else {
-            self.find_volatile(&[expr])
+            self.find_volatile_in([tokens.clone()])
         };
-        let from_param = self.param_in(&[expr]);
-        let whole_param = self.whole_param_in(&[expr]);
+        let vars = self.fns.last().map(|f| &f.vars);
+        let from_param = vars.and_then(|v| param_in_tokens(tokens.clone(), v));
+        let whole_param = vars.and_then(|v| whole_param_in_tokens(tokens, v));
         let status_set = self.has_status(expr, 0) && names.len() == 1;
         let controller = if let Expr::Path(_) | Expr::MethodCall(_) | Expr::Call(_) = expr {
             let mut calls = Vec::new();
@@ -259,7 +262,7 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
                 &method,
                 true,
                 m.args.iter(),
-                start_end(self.path, m.method.span(), m.span()),
+                start_end(self.path, m.method.span(), m.paren_token.span.close()),
                 key(m.method.span()),
             );
         }
@@ -335,7 +338,7 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
                     &name,
                     false,
                     c.args.iter(),
-                    to_span(self.path, c.span()),
+                    to_span(self.path, call_extent(c)),
                     key(c.func.span()),
                 );
             }
@@ -435,16 +438,18 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
         let calls_before = self.api_call_count();
         self.visit_expr(&i.cond);
         let checks_by_reading = self.read_since(calls_before);
-        let guard = is_write_guard(&i.cond);
+        // One text of the condition for the three tests that read it.
+        let cond_text = compact(&i.cond);
+        let guard = is_write_guard_text(&i.cond, &cond_text);
         if guard {
             self.push_guard(&i.cond);
         }
         self.branches += 1;
         let on_error = is_error_condition(&i.cond);
         self.error_path += usize::from(on_error);
-        let deleting = deletion_condition(&i.cond);
+        let deleting = deletion_condition(&i.cond, &cond_text);
         self.deletion_path += usize::from(deleting == Some(true));
-        self.change_branches.push(signals_change(&i.cond));
+        self.change_branches.push(signals_change(&cond_text));
         let then_fails = block_fails(&i.then_branch);
         let mut wrote = vec![self.in_arm(then_fails, |s| s.visit_block(&i.then_branch))];
         self.change_branches.pop();
