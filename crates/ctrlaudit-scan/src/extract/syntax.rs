@@ -386,7 +386,6 @@ pub(super) fn attr_value(text: &str, key: &str) -> Option<String> {
     }
     None
 }
-/// `#[cfg(test)]`, `#[test]`, `#[tokio::test]`: test code does odd things on purpose.
 /// The extent of a call, from its first token to its closing parenthesis, without printing the call (and every
 /// argument, closures and async blocks included) back to tokens as `Spanned::span` does.
 pub(super) fn call_extent(c: &syn::ExprCall) -> proc_macro2::Span {
@@ -406,6 +405,7 @@ pub(super) fn call_extent(c: &syn::ExprCall) -> proc_macro2::Span {
     }
 }
 
+/// `#[cfg(test)]`, `#[test]`, `#[tokio::test]`: test code does odd things on purpose.
 pub(super) fn is_test_code(attrs: &[syn::Attribute]) -> bool {
     attrs.iter().any(|a| {
         let path = a.path();
