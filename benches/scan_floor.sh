@@ -3,15 +3,18 @@
 #   vendored   the `cargo vendor` tree of benches/scan_speed.sh (most crates use no kube: selection matters)
 #   kube-heavy the published operators of corpus/crates.tsv (every file is real work: the analysis matters)
 # The floor (crates/ctrlaudit-scan/examples/parse_floor.rs) is scan's own walk and `syn::parse_file` of every
-# `.rs` file on rayon, nothing else. Prints each tool's median wall time and peak RSS, and the ratios.
+# `.rs` file on rayon, nothing else. The four commands run in turn, round after round (after one warm-up round),
+# so that a machine whose speed drifts slows all four alike; each ratio is the median of the rounds' ratios,
+# as farm-bench --vs takes it. Prints each tool's median wall time and peak RSS, and the ratios.
 #
-# Usage: benches/scan_floor.sh [runs]      (default 3 runs each after a warm-up; the median is reported)
+# Usage: benches/scan_floor.sh [runs] [kube_heavy_runs]   (rounds per corpus; default 3 and 11)
 # Env:   CTRLAUDIT_CORPUS_DIR  where the corpora and ast-grep go (default $TMPDIR/ctrlaudit-corpus)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=${CTRLAUDIT_CORPUS_DIR:-${TMPDIR:-/tmp}/ctrlaudit-corpus}
 runs=${1:-3}
+heavy_runs=${2:-11}
 mkdir -p "$work"
 # shellcheck source=benches/corpus.sh
 . "$root/benches/corpus.sh"
@@ -39,27 +42,54 @@ if [ ! -f "$work/kube-heavy.done" ]; then
 fi
 export CARGO_HOME="$work/cargo-home"
 
+# timed CMD...: "milliseconds peak_rss_kb" of one run of CMD (its output thrown away).
+timed() {
+	local t0 t1 kb
+	t0=$(date +%s%N)
+	/usr/bin/time -f '%M' -o "$work/time.txt" "$@" >/dev/null 2>"$work/stderr.txt" || true
+	t1=$(date +%s%N)
+	read -r kb <"$work/time.txt"
+	echo "$(((t1 - t0) / 1000000)) $kb"
+}
+# tool I DIR: runs the I-th of the four commands on DIR. scan also reads the source of the kube-using
+# dependencies it finds (the floor parses the tree only): --no-deps parses the same files as the floor.
+tool() {
+	case $1 in
+	0) timed "$ours" scan "$2" -o json --fail-on never ;;
+	1) timed "$ours" scan "$2" -o json --fail-on never --no-deps ;;
+	2) timed "$floor" "$2" ;;
+	3) timed "$sg" scan --inline-rules "$SG_RULES" --json=compact "$2" ;;
+	esac
+}
+
 printf '%-11s %-30s %9s %13s %8s\n' corpus tool "wall (s)" "peak RSS (MB)" "files"
 for corpus in vendored kube-heavy; do
 	dir=$work/$corpus
-	[ "$corpus" = vendored ] && dir=$work/vendor
+	n=$heavy_runs
+	[ "$corpus" = vendored ] && dir=$work/vendor && n=$runs
 	files=$(find "$dir" -name '*.rs' | wc -l)
-	read -r scan_s scan_kb < <(measure "$work" "$runs" "$ours" scan "$dir" -o json --fail-on never)
-	# scan also reads the source of the kube-using dependencies it finds (the floor parses the tree only):
-	# --no-deps parses the same files as the floor.
-	read -r nodeps_s nodeps_kb < <(measure "$work" "$runs" "$ours" scan "$dir" -o json --fail-on never --no-deps)
-	read -r floor_s floor_kb < <(measure "$work" "$runs" "$floor" "$dir")
-	read -r sg_s sg_kb < <(measure "$work" "$runs" "$sg" scan --inline-rules "$SG_RULES" --json=compact "$dir")
-	for row in "kubectl-ctrlaudit scan:$scan_s:$scan_kb" "scan --no-deps:$nodeps_s:$nodeps_kb" "parse floor (walk + syn):$floor_s:$floor_kb" "ast-grep (3 patterns):$sg_s:$sg_kb"; do
-		IFS=: read -r tool s kb <<<"$row"
-		awk -v c="$corpus" -v t="$tool" -v s="$s" -v kb="$kb" -v f="$files" \
-			'BEGIN { printf "%-11s %-30s %9.2f %13.1f %8d\n", c, t, s, kb / 1024, f }'
+	rounds=$work/rounds-$corpus.txt
+	: >"$rounds"
+	# Round 0 warms the page cache and is not counted.
+	for r in $(seq 0 "$n"); do
+		row=""
+		for i in 0 1 2 3; do
+			row="$row $(tool "$i" "$dir")"
+		done
+		[ "$r" -gt 0 ] && echo "$row" >>"$rounds"
 	done
-	awk -v c="$corpus" -v a="$scan_s" -v n="$nodeps_s" -v fl="$floor_s" -v g="$sg_s" -v ak="$scan_kb" -v nk="$nodeps_kb" -v fk="$floor_kb" 'BEGIN {
-		z = 0.001
-		printf "%-11s scan / floor: %.2fx time, %.2fx peak RSS; ast-grep / scan: %.1fx time\n",
-			c, a / (fl > 0 ? fl : z), ak / (fk > 0 ? fk : z), g / (a > 0 ? a : z)
-		printf "%-11s scan --no-deps / floor: %.2fx time, %.2fx peak RSS; ast-grep / scan --no-deps: %.1fx time\n",
-			c, n / (fl > 0 ? fl : z), nk / (fk > 0 ? fk : z), g / (n > 0 ? n : z)
-	}'
+	python3 - "$corpus" "$files" "$rounds" <<'PY'
+import statistics as st, sys
+corpus, files, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+rows = [list(map(float, l.split())) for l in open(path) if l.strip()]
+ms = lambda i: [r[2 * i] for r in rows]
+kb = lambda i: [r[2 * i + 1] for r in rows]
+names = ["kubectl-ctrlaudit scan", "scan --no-deps", "parse floor (walk + syn)", "ast-grep (3 patterns)"]
+for i, name in enumerate(names):
+    print(f"{corpus:<11} {name:<30} {st.median(ms(i)) / 1000:9.2f} {st.median(kb(i)) / 1024:13.1f} {files:8d}")
+ratio = lambda a, b: st.median(x / max(y, 1) for x, y in zip(a, b))
+for i, label in [(0, "scan"), (1, "scan --no-deps")]:
+    print(f"{corpus:<11} {label} / floor: {ratio(ms(i), ms(2)):.2f}x time, {ratio(kb(i), kb(2)):.2f}x peak RSS; "
+          f"ast-grep / {label}: {ratio(ms(3), ms(i)):.1f}x time (medians of {len(rows)} rounds' ratios)")
+PY
 done

@@ -1,8 +1,8 @@
 //! The parse floor of `benches/scan_floor.sh`: what reading and parsing a tree costs with scan's own pieces and
 //! nothing else — the same `ignore` walk, every `.rs` file read and handed to `syn::parse_file` on rayon's
 //! threads, the syntax tree dropped. No crate selection, no prefilter, no model, no rule. The floor parses what
-//! scan does not: test modules (`#[cfg(test)] mod`, blanked by scan before it parses) and `tests/` files, so
-//! part of scan's distance to it is the test code it skips.
+//! scan does not: test modules (`#[cfg(test)] mod`) and doc comments, both blanked by scan before it parses, and
+//! `tests/` files, so part of scan's distance to it is the text it skips.
 //!
 //! Usage: cargo run --release -p ctrlaudit-scan --example parse_floor -- PATH...
 

@@ -122,13 +122,18 @@ pub(super) fn analyze_text(
         set_aside.push(t.item.clone());
     }
     let model = loop {
-        // Test modules are not analysed (`is_test_code`): not parsing them is a third less to parse.
-        let source = if set_aside.is_empty() && measured.test_modules.is_empty() {
+        // Test modules are not analysed (`is_test_code`) and doc comments hold no fact: not parsing them is
+        // about two fifths less to parse in a published operator.
+        let source = if set_aside.is_empty()
+            && measured.test_modules.is_empty()
+            && measured.doc_comments.is_empty()
+        {
             std::borrow::Cow::Borrowed(text)
         } else {
             let blanked: Vec<_> = set_aside
                 .iter()
                 .chain(&measured.test_modules)
+                .chain(&measured.doc_comments)
                 .cloned()
                 .collect();
             std::borrow::Cow::Owned(depth::blank(text, &blanked))

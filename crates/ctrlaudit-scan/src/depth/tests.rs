@@ -144,3 +144,33 @@ fn test_modules_are_recognised_and_nothing_else() {
         assert!(measure(not).test_modules.is_empty(), "{not}");
     }
 }
+
+#[test]
+fn doc_comments_are_recognised_and_nothing_else() {
+    let text = "//! crate doc\n/// item doc\n/** block doc */\nfn f() {\n    /*! inner block */\n    //// not doc\n    /***/ /**/ /*** not doc */\n    // plain\n    let s = \"/// in a string\";\n}\n///\n";
+    let m = measure(text);
+    let found: Vec<&str> = m.doc_comments.iter().map(|r| &text[r.clone()]).collect();
+    assert_eq!(
+        found,
+        [
+            "//! crate doc",
+            "/// item doc",
+            "/** block doc */",
+            "/*! inner block */",
+            "///"
+        ]
+    );
+}
+
+#[test]
+fn blanking_keeps_lines_and_columns() {
+    let text = "/// é doc\nfn a() {}\n/** é\n ü */ fn b() {}\n";
+    let m = measure(text);
+    let blanked = blank(text, &m.doc_comments);
+    // One space per character: what follows a blanked comment on its line keeps its (character) column.
+    assert_eq!(blanked, "         \nfn a() {}\n     \n      fn b() {}\n");
+    // Overlapping ranges, in any order, and ranges past the end.
+    assert_eq!(blank("abcdef\ngh", &[3..5, 1..4, 8..100]), "a    f\ng ");
+    let file = syn::parse_file(&blanked).expect("parses");
+    assert_eq!(file.items.len(), 2);
+}
