@@ -212,11 +212,20 @@ pub(super) fn analyze_text(
     }
 }
 
-/// Reads, checks, parses and models one file. Never panics on bad input.
-pub(super) fn process_file(path: &Path, config: &Config, needles: &AhoCorasick) -> FileOutcome {
+/// Reads, checks, parses and models one file. Never panics on bad input. `read` sees the bytes of a file that
+/// could be read (the scan counts lines there, so that no file is read twice for its statistics).
+pub(super) fn process_file(
+    path: &Path,
+    config: &Config,
+    needles: &AhoCorasick,
+    read: &(dyn Fn(&[u8]) + Sync),
+) -> FileOutcome {
     let name = display(path);
     let bytes = match regular_file::read(path, config.thresholds.max_file_bytes) {
-        Ok(b) => b,
+        Ok(b) => {
+            read(&b);
+            b
+        }
         Err(ReadError::TooLarge { size, max }) => {
             return FileOutcome::Finding(ca001(
                 &name,
@@ -281,7 +290,7 @@ pub(super) fn library_models(
         .collect();
     files
         .par_iter()
-        .filter_map(|p| match process_file(p, config, needles) {
+        .filter_map(|p| match process_file(p, config, needles, &|_| {}) {
             FileOutcome::Analyzed(a) => a.model.map(|m| sema::FileModel { library: true, ..m }),
             _ => None,
         })

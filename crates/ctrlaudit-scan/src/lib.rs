@@ -216,7 +216,8 @@ fn crd_context(root: &Path, scanned: &[PathBuf], config: &Config) -> Vec<sema::F
 type UnitResult = (Vec<Finding>, Vec<Suppressed>, Vec<Note>, usize);
 
 /// A crate to analyse: its directory, its Rust files and its CRD YAML files.
-type CrateFiles = (PathBuf, Vec<PathBuf>, Vec<PathBuf>);
+/// A crate to analyse: its root, `.rs` files, CRD YAML, and whether its lines are still to be counted.
+type CrateFiles = (PathBuf, Vec<PathBuf>, Vec<PathBuf>, bool);
 
 /// Runs a scan.
 pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
@@ -265,14 +266,8 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
                 };
                 match selector.select(&root) {
                     Selection::Skip(why) => Err((why, root)),
-                    Selection::Direct | Selection::Through(_) => {
-                        for p in &rs {
-                            if let Ok(b) = regular_file::read(p, max_bytes) {
-                                count_lines(&b);
-                            }
-                        }
-                        Ok((root, rs, yaml))
-                    }
+                    // Their lines are counted as they are analysed (`process_file`), not read here.
+                    Selection::Direct | Selection::Through(_) => Ok((root, rs, yaml, true)),
                     // Outside any crate, or a graph no lock file shows: a file that names a kube path decides.
                     Selection::Source => {
                         let hits = rs
@@ -285,7 +280,7 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
                             })
                             .count();
                         if hits > 0 {
-                            Ok((root, rs, yaml))
+                            Ok((root, rs, yaml, false))
                         } else {
                             Err((Skip::NoKubePath, root))
                         }
@@ -315,7 +310,7 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
     let lib_roots: Vec<Vec<PathBuf>> = pool.install(|| {
         relevant
             .par_iter()
-            .map(|(root, _, _)| {
+            .map(|(root, _, _, _)| {
                 if opts.deps {
                     deps::library_roots(root)
                 } else {
@@ -339,10 +334,15 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
         relevant
             .par_iter()
             .zip(lib_roots.par_iter())
-            .map(|((root, rs, yaml), libs)| {
+            .map(|((root, rs, yaml, uncounted), libs)| {
+                let count = |b: &[u8]| {
+                    if *uncounted {
+                        lines.fetch_add(bytecount_lines(b), std::sync::atomic::Ordering::Relaxed);
+                    }
+                };
                 let outcomes: Vec<(String, FileOutcome)> = rs
                     .par_iter()
-                    .map(|p| (display(p), process_file(p, config, &needles)))
+                    .map(|p| (display(p), process_file(p, config, &needles, &count)))
                     .collect();
                 let mut models = Vec::new();
                 let mut sups = Vec::new();

@@ -169,6 +169,8 @@ pub struct Extractor<'a, 'ast> {
     path: &'a str,
     /// The text the tree was parsed from (see [`Extractor::with_source`]).
     source: Option<&'a str>,
+    /// The file's text names a volatile source (see [`volatile::names_volatile`]); true when no text is at hand.
+    file_names_volatile: bool,
     imports: &'a Imports,
     aliases: &'a std::collections::BTreeMap<String, String>,
     consts: HashMap<String, f64>,
@@ -299,6 +301,7 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
             stmt_stack: Vec::new(),
             budget: Budget::default(),
             source: None,
+            file_names_volatile: true,
         }
     }
 
@@ -342,18 +345,24 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
         self.source = self
             .source
             .and_then(|s| s.get(source_text::parsed_from(s, file)..));
+        // A file whose text names no volatile source has no function that returns one: its bodies are not
+        // searched one by one.
+        self.file_names_volatile = self.source.is_none_or(names_volatile);
         let mut pre = PrePass { ex: &mut self };
         pre.visit_file(file);
-        // Twice more: a helper of a helper of a stamp (deeper chains are rare, and each pass walks the file).
+        // Twice more: a helper of a helper of a stamp (deeper chains are rare, and each pass walks the file). A
+        // pass can find a function only if the pass before it found one: with none known, it repeats the first.
+        let mut grew = !self.volatile_fns.is_empty();
         for _ in 0..2 {
+            if !grew {
+                break;
+            }
             let before = self.volatile_fns.len();
             let mut again = VolatileFnPass {
                 pre: PrePass { ex: &mut self },
             };
             again.visit_file(file);
-            if self.volatile_fns.len() == before {
-                break;
-            }
+            grew = self.volatile_fns.len() != before;
         }
         self.model.consts = self.consts.iter().map(|(k, v)| (k.clone(), *v)).collect();
         self.visit_file(file);
@@ -471,7 +480,7 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
                     e.to_token_stream(),
                     &ctx.vars,
                     &self.volatile_fns,
-                    &mut None,
+                    None,
                     &mut Vec::new(),
                 )
                 .is_some()

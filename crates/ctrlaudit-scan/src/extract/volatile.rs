@@ -19,7 +19,7 @@ pub(super) const VOLATILE: &[(&str, &str)] = &[
 ];
 /// Whether `text` names a function of [`VOLATILE`]: one automaton searches a function body once, not once per
 /// name (an automaton that could not be built says yes, and the body is walked).
-fn names_volatile(text: &str) -> bool {
+pub(super) fn names_volatile(text: &str) -> bool {
     static NAMES: std::sync::LazyLock<Option<aho_corasick::AhoCorasick>> =
         std::sync::LazyLock::new(|| {
             aho_corasick::AhoCorasick::new(VOLATILE.iter().map(|(_, m)| m)).ok()
@@ -69,9 +69,11 @@ pub(super) fn volatile_in_tokens(
     ts: TokenStream,
     vars: &HashMap<String, Var>,
     vfns: &HashMap<String, VolatileFn>,
-    key: &mut Option<String>,
+    key: Option<&str>,
     cands: &mut Vec<Cand>,
 ) -> Option<(proc_macro2::Span, String, Option<String>, Option<Span>)> {
+    // The key a value goes under: the last `"key":` string met at this level, else the enclosing one.
+    let owned = |last: &Option<String>| last.clone().or_else(|| key.map(str::to_owned));
     let toks: Vec<TokenTree> = ts.into_iter().collect();
     let mut last_str: Option<String> = None;
     for (i, t) in toks.iter().enumerate() {
@@ -89,7 +91,7 @@ pub(super) fn volatile_in_tokens(
                                 return Some((
                                     l.span(),
                                     vol.source.clone(),
-                                    vol.key.clone().or_else(|| key.clone()),
+                                    vol.key.clone().or_else(|| key.map(str::to_owned)),
                                     Some(vol.span.clone()),
                                 ));
                             }
@@ -114,18 +116,23 @@ pub(super) fn volatile_in_tokens(
                 {
                     continue;
                 }
-                let mut k = last_str.clone().or_else(|| key.clone());
-                if let Some(hit) = volatile_in_tokens(g.stream(), vars, vfns, &mut k, cands) {
+                let k = last_str.as_deref().or(key);
+                if let Some(hit) = volatile_in_tokens(g.stream(), vars, vfns, k, cands) {
                     return Some(hit);
                 }
             }
             TokenTree::Ident(id) => {
+                let after_dot = i > 0 && is_punct(&toks[i - 1], '.');
+                let called = matches!(toks.get(i + 1), Some(TokenTree::Group(g))
+                    if g.delimiter() == proc_macro2::Delimiter::Parenthesis);
+                let path_follows = toks.get(i + 1).is_some_and(|t| is_punct(t, ':'));
+                // A field (`obj.metadata`, `.await`) is none of what is looked for below: no name is made.
+                if after_dot && !called && !path_follows {
+                    continue;
+                }
                 let name = id.to_string();
                 // `Utc :: now`: ident, ':', ':', ident
-                if let (Some(TokenTree::Punct(p1)), Some(TokenTree::Ident(f))) =
-                    (toks.get(i + 1), toks.get(i + 3))
-                    && p1.as_char() == ':'
-                {
+                if path_follows && let Some(TokenTree::Ident(f)) = toks.get(i + 3) {
                     let fname = f.to_string();
                     if VOLATILE.iter().any(|(t, m)| *t == name && *m == fname) {
                         // From `Utc` to the call's closing parenthesis, so the whole call is underlined.
@@ -136,21 +143,18 @@ pub(super) fn volatile_in_tokens(
                         return Some((
                             whole.unwrap_or_else(|| id.span()),
                             format!("{name}::{fname}()"),
-                            last_str.clone().or_else(|| key.clone()),
+                            owned(&last_str),
                             None,
                         ));
                     }
                 }
-                let after_dot = i > 0 && is_punct(&toks[i - 1], '.');
-                let called = matches!(toks.get(i + 1), Some(TokenTree::Group(g))
-                    if g.delimiter() == proc_macro2::Delimiter::Parenthesis);
                 // A call of this file's function that returns a volatile value: `build_status(&obj)`.
                 // A clock (`fn now_rfc3339() -> String`) stamps nothing of its own: the call is the source.
                 if called && let Some(f) = vfns.get(&name) {
                     return Some((
                         id.span(),
                         format!("{} (in {name})", f.source),
-                        last_str.clone().or_else(|| key.clone()),
+                        owned(&last_str),
                         (!f.clock).then(|| f.span.clone()),
                     ));
                 }
@@ -173,11 +177,7 @@ pub(super) fn volatile_in_tokens(
                         Some(q) if q != "crate" && q != "self" => format!("{q}::{name}"),
                         _ => name.clone(),
                     };
-                    cands.push(Cand::Call(
-                        id.span(),
-                        callee,
-                        last_str.clone().or_else(|| key.clone()),
-                    ));
+                    cands.push(Cand::Call(id.span(), callee, owned(&last_str)));
                 }
                 if !after_dot && let Some(v) = vars.get(&name) {
                     match v.volatile.first() {
@@ -185,10 +185,7 @@ pub(super) fn volatile_in_tokens(
                             return Some((
                                 id.span(),
                                 vol.source.clone(),
-                                vol.key
-                                    .clone()
-                                    .or_else(|| last_str.clone())
-                                    .or_else(|| key.clone()),
+                                vol.key.clone().or_else(|| owned(&last_str)),
                                 Some(vol.span.clone()),
                             ));
                         }
@@ -196,10 +193,7 @@ pub(super) fn volatile_in_tokens(
                             for vol in &v.volatile {
                                 if cands.len() < MAX_CANDIDATES {
                                     let mut vol = vol.clone();
-                                    vol.key = vol
-                                        .key
-                                        .or_else(|| last_str.clone())
-                                        .or_else(|| key.clone());
+                                    vol.key = vol.key.or_else(|| owned(&last_str));
                                     cands.push(Cand::Held(vol));
                                 }
                             }
@@ -216,7 +210,7 @@ impl PrePass<'_, '_, '_> {
     /// Records `name` when its body calls a volatile source and it returns something that can carry the value
     /// (not `()`, `bool`, an `Action` or a duration).
     pub(super) fn volatile_fn(&mut self, name: String, sig: &syn::Signature, block: &syn::Block) {
-        if EVERY_TYPE.contains(&name.as_str()) {
+        if !self.ex.file_names_volatile || EVERY_TYPE.contains(&name.as_str()) {
             return;
         }
         let syn::ReturnType::Type(_, ret) = &sig.output else {
@@ -487,9 +481,8 @@ impl<'ast> Extractor<'_, 'ast> {
         };
         let mut cands = Vec::new();
         for n in nodes {
-            let mut key = None;
             if let Some((sp, src, k, origin)) =
-                volatile_in_tokens(n, &f.vars, &self.volatile_fns, &mut key, &mut cands)
+                volatile_in_tokens(n, &f.vars, &self.volatile_fns, None, &mut cands)
             {
                 let span = origin.unwrap_or_else(|| self.span(sp));
                 return vec![Vol {

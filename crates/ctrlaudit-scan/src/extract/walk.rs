@@ -521,12 +521,24 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
     }
 
     fn visit_expr_for_loop(&mut self, f: &'ast syn::ExprForLoop) {
-        let body = self.block_text(&f.body);
+        let range = matches!(&*f.expr, Expr::Range(_));
+        // The body's text is made only when its source names something `record_spawning_loop` looks for, or
+        // the loop may be a retry: each word it looks for appears in the source wherever it appears in the text.
+        let wanted = range
+            || self.block_source(&f.body).is_none_or(|src| {
+                ["spawn", "push", "JoinSet", "FuturesUnordered", "join_all"]
+                    .iter()
+                    .any(|w| src.contains(w))
+            });
+        let body = if wanted {
+            self.block_text(&f.body)
+        } else {
+            String::new()
+        };
         self.record_spawning_loop(f, &body);
         self.visit_expr(&f.expr);
         // `for attempt in 1..=n { … 409 … }` is a bounded retry, not an iteration over objects.
-        let retry =
-            matches!(&*f.expr, Expr::Range(_)) && tells_conflict(&source_text::error_signs(&body));
+        let retry = range && tells_conflict(&source_text::error_signs(&body));
         let scope = if retry { Scope::Loop } else { Scope::For };
         self.with_scope(scope, |s| s.visit_block(&f.body));
     }
