@@ -90,6 +90,6 @@ for i, name in enumerate(names):
 ratio = lambda a, b: st.median(x / max(y, 1) for x, y in zip(a, b))
 for i, label in [(0, "scan"), (1, "scan --no-deps")]:
     print(f"{corpus:<11} {label} / floor: {ratio(ms(i), ms(2)):.2f}x time, {ratio(kb(i), kb(2)):.2f}x peak RSS; "
-          f"ast-grep / {label}: {ratio(ms(3), ms(i)):.1f}x time (medians of {len(rows)} rounds' ratios)")
+          f"ast-grep / {label}: {ratio(ms(3), ms(i)):.2f}x time (medians of {len(rows)} rounds' ratios)")
 PY
 done
