@@ -215,7 +215,6 @@ fn crd_context(root: &Path, scanned: &[PathBuf], config: &Config) -> Vec<sema::F
 /// What one crate gave: its findings, the findings its allow comments suppressed, notes, files parsed.
 type UnitResult = (Vec<Finding>, Vec<Suppressed>, Vec<Note>, usize);
 
-/// A crate to analyse: its directory, its Rust files and its CRD YAML files.
 /// A crate to analyse: its root, `.rs` files, CRD YAML, and whether its lines are still to be counted.
 type CrateFiles = (PathBuf, Vec<PathBuf>, Vec<PathBuf>, bool);
 
@@ -255,15 +254,15 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
     let pool = pool.map_err(|e| ScanError::Threads(e.to_string()))?;
     let lines = std::sync::atomic::AtomicUsize::new(0);
     let max_bytes = config.thresholds.max_file_bytes;
+    let count_lines = |b: &[u8]| {
+        lines.fetch_add(bytecount_lines(b), std::sync::atomic::Ordering::Relaxed);
+    };
     // Each crate is analysed or counted under its reason (`select`): nothing is left out in silence.
     let selector = select::Selector::default();
     let decided: Vec<Result<CrateFiles, (Skip, PathBuf)>> = pool.install(|| {
         units
             .into_par_iter()
             .map(|(root, (rs, yaml))| {
-                let count_lines = |b: &[u8]| {
-                    lines.fetch_add(bytecount_lines(b), std::sync::atomic::Ordering::Relaxed);
-                };
                 match selector.select(&root) {
                     Selection::Skip(why) => Err((why, root)),
                     // Their lines are counted as they are analysed (`process_file`), not read here.
@@ -337,7 +336,7 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
             .map(|((root, rs, yaml, uncounted), libs)| {
                 let count = |b: &[u8]| {
                     if *uncounted {
-                        lines.fetch_add(bytecount_lines(b), std::sync::atomic::Ordering::Relaxed);
+                        count_lines(b);
                     }
                 };
                 let outcomes: Vec<(String, FileOutcome)> = rs
