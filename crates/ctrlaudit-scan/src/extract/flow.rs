@@ -43,20 +43,61 @@ pub(super) fn is_change_guard(cond: &str) -> bool {
         .iter()
         .any(|w| cond.to_ascii_lowercase().contains(w))
 }
+/// The variables a token search looks for, by name: an identifier is compared with them in place rather than
+/// printed to a `String` for a map lookup (printing every identifier was most of the searches' cost). Past a few
+/// dozen names the map is asked instead.
+pub(super) struct Names<'v> {
+    wanted: Vec<(&'v str, usize)>,
+    /// The map and what is picked from each variable, when there are too many names to compare one by one.
+    many: Option<(&'v HashMap<String, Var<'v>>, Pick)>,
+}
+/// What a token search takes from a variable (see [`Names::of`]).
+type Pick = fn(&Var) -> Option<usize>;
+impl<'v> Names<'v> {
+    const MAX_LINEAR: usize = 24;
+
+    /// The variables of `vars` for which `pick` gives a value.
+    pub(super) fn of(vars: &'v HashMap<String, Var<'v>>, pick: Pick) -> Self {
+        let wanted: Vec<(&str, usize)> = vars
+            .iter()
+            .filter_map(|(n, v)| pick(v).map(|p| (n.as_str(), p)))
+            .collect();
+        let many = (wanted.len() > Self::MAX_LINEAR).then_some((vars, pick));
+        Self { wanted, many }
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.wanted.is_empty()
+    }
+
+    /// The value picked for the variable `id` names, if it is one of them.
+    pub(super) fn find(&self, id: &proc_macro2::Ident) -> Option<usize> {
+        match self.many {
+            Some((vars, pick)) => vars.get(&id.to_string()).and_then(pick),
+            None => self.wanted.iter().find(|(n, _)| id == n).map(|(_, p)| *p),
+        }
+    }
+}
 /// The first variable in a token stream that comes from a parameter (not a field or method name after a `.`).
 pub(super) fn param_in_tokens(ts: TokenStream, vars: &HashMap<String, Var>) -> Option<usize> {
+    let names = Names::of(vars, |v| v.from_param);
+    if names.is_empty() {
+        return None;
+    }
+    param_in(ts, &names)
+}
+fn param_in(ts: TokenStream, names: &Names) -> Option<usize> {
     let toks: Vec<TokenTree> = ts.into_iter().collect();
     for (i, t) in toks.iter().enumerate() {
         match t {
             TokenTree::Group(g) => {
-                if let Some(p) = param_in_tokens(g.stream(), vars) {
+                if let Some(p) = param_in(g.stream(), names) {
                     return Some(p);
                 }
             }
             TokenTree::Ident(id) => {
                 let after_dot = i > 0 && is_punct(&toks[i - 1], '.');
-                if !after_dot && let Some(p) = vars.get(&id.to_string()).and_then(|v| v.from_param)
-                {
+                if !after_dot && let Some(p) = names.find(id) {
                     return Some(p);
                 }
             }
@@ -68,11 +109,18 @@ pub(super) fn param_in_tokens(ts: TokenStream, vars: &HashMap<String, Var>) -> O
 /// The first variable in a token stream that holds a parameter's whole value and is used whole: not followed by
 /// a field (`status.phase`), though a method call (`status.clone()`) keeps it whole.
 pub(super) fn whole_param_in_tokens(ts: TokenStream, vars: &HashMap<String, Var>) -> Option<usize> {
+    let names = Names::of(vars, |v| v.whole_param);
+    if names.is_empty() {
+        return None;
+    }
+    whole_param_in(ts, &names)
+}
+fn whole_param_in(ts: TokenStream, names: &Names) -> Option<usize> {
     let toks: Vec<TokenTree> = ts.into_iter().collect();
     for (i, t) in toks.iter().enumerate() {
         match t {
             TokenTree::Group(g) => {
-                if let Some(p) = whole_param_in_tokens(g.stream(), vars) {
+                if let Some(p) = whole_param_in(g.stream(), names) {
                     return Some(p);
                 }
             }
@@ -84,7 +132,7 @@ pub(super) fn whole_param_in_tokens(ts: TokenStream, vars: &HashMap<String, Var>
                         if g.delimiter() == proc_macro2::Delimiter::Parenthesis);
                 if !after_dot
                     && !field_follows
-                    && let Some(p) = vars.get(&id.to_string()).and_then(|v| v.whole_param)
+                    && let Some(p) = names.find(id)
                 {
                     return Some(p);
                 }

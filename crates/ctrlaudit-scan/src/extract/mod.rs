@@ -95,6 +95,15 @@ struct Vol {
     via: Option<String>,
 }
 impl Var<'_> {
+    /// What a use of the variable alone carries (as [`Extractor::find_volatile`] finds it in its name): the
+    /// volatile value it holds, else the candidates it may hold.
+    fn held(&self) -> Vec<Vol> {
+        match self.volatile.first() {
+            Some(v) if v.via.is_none() => vec![v.clone()],
+            _ => self.volatile.iter().take(MAX_CANDIDATES).cloned().collect(),
+        }
+    }
+
     /// Takes what a value assigned or added to it carries: a volatile value the file can see replaces mere
     /// candidates and is never replaced by them; candidates add up (`s.a = f(); s.b = g();`).
     fn hold(&mut self, found: Vec<Vol>) {

@@ -101,6 +101,10 @@ pub(super) fn path_segments(p: &syn::Path) -> Vec<String> {
 }
 /// The `K` in `Api<K>`, `&Api<K>`, `Arc<Api<K>>`.
 pub(super) fn api_kind_of_type(ty: &Type) -> Option<Option<String>> {
+    // Most types name no `Api`: they are not printed to find out (a type from a macro's tokens still is).
+    if !may_name_api(ty) {
+        return None;
+    }
     let t = compact(ty);
     let i = t.find("Api<")?;
     if i > 0 {
@@ -128,6 +132,49 @@ pub(super) fn api_kind_of_type(ty: &Type) -> Option<Option<String>> {
     let inner = &rest[..end];
     let last = inner.rsplit("::").next().unwrap_or(inner);
     Some((!last.is_empty() && last != "_").then(|| last.to_string()))
+}
+/// An argument whose tokens name at most one variable and nothing else (see [`plain_arg`]).
+pub(super) enum PlainArg<'e> {
+    /// A literal that holds no text (a number, `true`, a byte string): nothing flows through it.
+    Inert,
+    /// `obj`, `&obj`, `&mut obj`.
+    Var(&'e proc_macro2::Ident),
+}
+/// The argument as a variable or an inert literal, when it is only that: what it carries is known without
+/// printing and searching its tokens. Attributes and text literals (`"{now}"` names bindings) are not plain.
+pub(super) fn plain_arg(e: &Expr) -> Option<PlainArg<'_>> {
+    match e {
+        Expr::Lit(l) if l.attrs.is_empty() => {
+            (!matches!(l.lit, syn::Lit::Str(_) | syn::Lit::Verbatim(_))).then_some(PlainArg::Inert)
+        }
+        Expr::Path(p) if p.attrs.is_empty() && p.qself.is_none() => {
+            p.path.get_ident().map(PlainArg::Var)
+        }
+        Expr::Reference(r) if r.attrs.is_empty() => plain_arg(&r.expr),
+        _ => None,
+    }
+}
+/// Whether `ty` names an `Api` type somewhere, or may (a macro's tokens are not looked into).
+fn may_name_api(ty: &Type) -> bool {
+    struct Finds(bool);
+    impl Visit<'_> for Finds {
+        fn visit_ident(&mut self, i: &proc_macro2::Ident) {
+            self.0 |= i == "Api";
+        }
+        fn visit_macro(&mut self, _: &syn::Macro) {
+            self.0 = true;
+        }
+        fn visit_type(&mut self, t: &Type) {
+            match t {
+                Type::Verbatim(_) => self.0 = true,
+                _ if !self.0 => visit::visit_type(self, t),
+                _ => {}
+            }
+        }
+    }
+    let mut f = Finds(false);
+    f.visit_type(ty);
+    f.0
 }
 /// The object type of a reconcile-shaped first parameter: `Arc<K>`, `&K`, `K`.
 pub(super) fn object_kind_of_type(ty: &Type) -> Option<String> {

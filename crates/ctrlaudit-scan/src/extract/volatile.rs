@@ -72,6 +72,18 @@ pub(super) fn volatile_in_tokens(
     key: Option<&str>,
     cands: &mut Vec<Cand>,
 ) -> Option<(proc_macro2::Span, String, Option<String>, Option<Span>)> {
+    let held = Names::of(vars, |v| (!v.volatile.is_empty()).then_some(0));
+    volatile_in(ts, vars, &held, vfns, key, cands)
+}
+/// [`volatile_in_tokens`] with the variables that hold a volatile value (or may) named in `held`.
+fn volatile_in(
+    ts: TokenStream,
+    vars: &HashMap<String, Var>,
+    held: &Names,
+    vfns: &HashMap<String, VolatileFn>,
+    key: Option<&str>,
+    cands: &mut Vec<Cand>,
+) -> Option<(proc_macro2::Span, String, Option<String>, Option<Span>)> {
     // The key a value goes under: the last `"key":` string met at this level, else the enclosing one.
     let owned = |last: &Option<String>| last.clone().or_else(|| key.map(str::to_owned));
     let toks: Vec<TokenTree> = ts.into_iter().collect();
@@ -117,7 +129,7 @@ pub(super) fn volatile_in_tokens(
                     continue;
                 }
                 let k = last_str.as_deref().or(key);
-                if let Some(hit) = volatile_in_tokens(g.stream(), vars, vfns, k, cands) {
+                if let Some(hit) = volatile_in(g.stream(), vars, held, vfns, k, cands) {
                     return Some(hit);
                 }
             }
@@ -128,6 +140,10 @@ pub(super) fn volatile_in_tokens(
                 let path_follows = toks.get(i + 1).is_some_and(|t| is_punct(t, ':'));
                 // A field (`obj.metadata`, `.await`) is none of what is looked for below: no name is made.
                 if after_dot && !called && !path_follows {
+                    continue;
+                }
+                // Neither called nor a path's head: only a variable that holds a volatile value is of interest.
+                if !called && !path_follows && held.find(id).is_none() {
                     continue;
                 }
                 let name = id.to_string();
@@ -523,24 +539,36 @@ impl<'ast> Extractor<'_, 'ast> {
         let mut passes: Vec<ParamPass> = Vec::new();
         let takes_params = self.fns.last().is_some_and(|f| !f.params.is_empty());
         for (index, a) in args.enumerate() {
-            // The argument printed once for both token searches.
-            let tokens = a.to_token_stream();
-            if takes_params
-                && let Some(param) = self
-                    .fns
-                    .last()
-                    .and_then(|f| param_in_tokens(tokens.clone(), &f.vars))
-            {
+            let (param, vols) = match plain_arg(a) {
+                Some(PlainArg::Inert) => continue,
+                // A variable passed as it is carries what its binding holds: looked up, not searched for.
+                Some(PlainArg::Var(name)) => {
+                    let var = self.var(&name.to_string());
+                    let param = var.and_then(|v| v.from_param).filter(|_| takes_params);
+                    (param, var.map(Var::held).unwrap_or_default())
+                }
+                None => {
+                    // The argument printed once for both token searches.
+                    let tokens = a.to_token_stream();
+                    let param = self
+                        .fns
+                        .last()
+                        .filter(|_| takes_params)
+                        .and_then(|f| param_in_tokens(tokens.clone(), &f.vars));
+                    let vols = match a {
+                        Expr::Closure(c) => self.closure_volatiles(tokens, c),
+                        _ => self.find_volatile_in([tokens]),
+                    };
+                    (param, vols)
+                }
+            };
+            if let Some(param) = param {
                 passes.push(ParamPass {
                     param,
                     callee: callee.clone(),
                     index,
                 });
             }
-            let vols = match a {
-                Expr::Closure(c) => self.closure_volatiles(tokens, c),
-                _ => self.find_volatile_in([tokens]),
-            };
             for v in vols {
                 if branches > 0 && v.via.is_none() && !v.source.contains(" (in ") {
                     continue;
