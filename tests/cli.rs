@@ -406,3 +406,95 @@ fn nothing_analysed_is_exit_2_and_every_skip_is_a_note() {
     assert_eq!(report["findings"].as_array().unwrap().len(), 1);
     assert!(report["notes"].to_string().contains("1 crate"));
 }
+
+/// `exclude` leaves paths unread, `[[overrides]]` set levels per path under the flags, the configuration used
+/// is named in a note, and `--statistics` counts instead of listing.
+#[test]
+fn exclude_overrides_config_note_and_statistics() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path();
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/scan/CA302-unbounded-reconcile-concurrency/bad_kube_through_framework");
+    for dir in ["op", "legacy/op", "gen/op"] {
+        for f in ["Cargo.toml", "Cargo.lock", "src/main.rs"] {
+            write(
+                &root.join(dir).join(f),
+                &std::fs::read_to_string(fixture.join(f)).unwrap(),
+            );
+        }
+    }
+    write(
+        &root.join("ctrlaudit.toml"),
+        "exclude = [\"gen\"]\n\n[[overrides]]\nfiles = [\"legacy/**\"]\nrules = { unbounded-reconcile-concurrency = \"off\" }\n",
+    );
+    let findings_of = |args: &[&str]| {
+        let mut all = vec!["scan", root.to_str().unwrap(), "-o", "json"];
+        all.extend_from_slice(args);
+        let o = run(&all);
+        let report: serde_json::Value = serde_json::from_slice(&o.stdout)
+            .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&o.stderr)));
+        let files: Vec<String> = report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| {
+                f["subject"]["file"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string()
+            })
+            .collect();
+        (files, report["notes"].to_string())
+    };
+    let (files, notes) = findings_of(&[]);
+    assert_eq!(files.len(), 1, "{files:?} {notes}");
+    assert!(
+        files[0].contains("op/src/main.rs") && !files[0].contains("legacy"),
+        "{files:?}"
+    );
+    assert!(
+        notes.contains("configuration used") && notes.contains("ctrlaudit.toml"),
+        "{notes}"
+    );
+    assert!(
+        notes.contains("excluded by `exclude`") && notes.contains("gen"),
+        "{notes}"
+    );
+    // The command line wins over an override; an excluded path stays unread whatever the levels.
+    let (files, _) = findings_of(&["--deny", "CA302"]);
+    assert_eq!(files.len(), 2, "{files:?}");
+    assert!(files.iter().any(|f| f.contains("legacy")), "{files:?}");
+    assert!(!files.iter().any(|f| f.contains("gen/")), "{files:?}");
+
+    let o = run(&["scan", root.to_str().unwrap(), "--statistics"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let text = stdout(&o);
+    assert!(
+        text.trim_start().starts_with("1  CA302")
+            && text.contains("unbounded-reconcile-concurrency"),
+        "{text}"
+    );
+    let o = run(&["scan", root.to_str().unwrap(), "--statistics", "-o", "json"]);
+    let counts: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(counts[0]["code"], "CA302");
+    assert_eq!(counts[0]["count"], 1);
+    let o = run(&[
+        "scan",
+        root.to_str().unwrap(),
+        "--statistics",
+        "-o",
+        "sarif",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+
+    // A glob that is not one, and an override without files, are input errors before anything runs.
+    for bad in [
+        "exclude = [\"a[b\"]\n",
+        "[[overrides]]\nrules = { CA302 = \"off\" }\n",
+        "[[overrides]]\nfiles = [\"x\"]\nrules = { CA999 = \"off\" }\n",
+    ] {
+        write(&root.join("ctrlaudit.toml"), bad);
+        let o = run(&["scan", root.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2), "{bad}: {}", stdout(&o));
+    }
+}

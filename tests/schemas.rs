@@ -156,6 +156,7 @@ fn the_config_schema_agrees_with_the_config_parser() {
         "[thresholds]\npolling_requeue_secs = 10\nconflict_share = 0.1\nmax_file_bytes = 1000000\n",
         "[aliases]\n\"my::apply_status\" = \"patch_status\"\n",
         "[metrics]\nreconcile_total = \"doc_controller_reconciliations_total\"\nresult_label = \"outcome\"\n",
+        "exclude = [\"gen/**\", \"vendor\"]\n[[overrides]]\nfiles = [\"legacy/**\"]\nrules = { CA203 = \"off\", polling-requeue = \"info\" }\n",
     ];
     for text in accepted {
         ctrlaudit::config::Config::parse(text, Path::new("ctrlaudit.toml"))
@@ -170,6 +171,9 @@ fn the_config_schema_agrees_with_the_config_parser() {
         "[metrics]\nreconciles = \"x\"\n",
         "[rule]\nCA203 = \"off\"\n",
         "[aliases]\nwrap = 3\n",
+        "exclude = \"gen\"\n",
+        "[[overrides]]\nrules = { CA203 = \"off\" }\n",
+        "[[overrides]]\nfiles = [\"x\"]\nlevel = \"off\"\n",
     ];
     for text in refused {
         assert!(

@@ -34,6 +34,64 @@ pub struct ScanArgs {
     /// Cargo's registry cache; nothing is downloaded).
     #[arg(long)]
     pub no_deps: bool,
+    /// Print how many findings each rule has, instead of the findings (a table, or JSON with `-o json`).
+    #[arg(long)]
+    pub statistics: bool,
+}
+
+/// One line of `--statistics`: a rule's findings at one level.
+#[derive(Debug, PartialEq, serde::Serialize)]
+pub struct RuleCount {
+    pub code: String,
+    pub name: &'static str,
+    pub severity: crate::finding::Severity,
+    pub count: usize,
+}
+
+/// The findings counted per rule and level, the largest count first.
+pub fn statistics(findings: &[crate::finding::Finding]) -> Vec<RuleCount> {
+    let mut counts: std::collections::BTreeMap<(&str, crate::finding::Severity), usize> =
+        std::collections::BTreeMap::new();
+    for f in findings {
+        *counts.entry((f.code.as_str(), f.severity)).or_default() += 1;
+    }
+    let mut out: Vec<RuleCount> = counts
+        .into_iter()
+        .map(|((code, severity), count)| RuleCount {
+            code: code.to_string(),
+            name: crate::rules::find(code).map_or("", |r| r.name),
+            severity,
+            count,
+        })
+        .collect();
+    out.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.code.cmp(&b.code)));
+    out
+}
+
+/// `--statistics` as text: one aligned line per rule and level, as `ruff --statistics` prints.
+fn statistics_text(counts: &[RuleCount]) -> String {
+    let width = counts
+        .iter()
+        .map(|c| c.count.to_string().len())
+        .max()
+        .unwrap_or(1);
+    let level = counts
+        .iter()
+        .map(|c| c.severity.as_str().len())
+        .max()
+        .unwrap_or(0);
+    counts
+        .iter()
+        .map(|c| {
+            format!(
+                "{:>width$}  {}  {:<level$}  {}\n",
+                c.count,
+                c.code,
+                c.severity.as_str(),
+                c.name
+            )
+        })
+        .collect()
 }
 
 /// Scans, applies the baseline, renders; Findings when one is at or above `--fail-on`.
@@ -49,6 +107,26 @@ pub fn run(out: &OutputArgs, a: &ScanArgs) -> Outcome {
         a.paths.clone()
     };
     let files = report::output_files(&out.output_files)?;
+    if a.statistics && !out.output_files.is_empty() {
+        return Err(Failure::usage(anyhow!(
+            "--statistics prints counts to the terminal; --output-file writes findings: use one or the other"
+        )));
+    }
+    if a.statistics
+        && !matches!(
+            out.output,
+            None | Some(
+                report::Format::Full
+                    | report::Format::Concise
+                    | report::Format::Table
+                    | report::Format::Json
+            )
+        )
+    {
+        return Err(Failure::usage(anyhow!(
+            "--statistics prints a table, or JSON with -o json; the other formats are for findings"
+        )));
+    }
     let config = match &a.config {
         Some(p) => Config::load(p)?,
         None => Config::discover(&paths[0])?,
@@ -97,6 +175,16 @@ pub fn run(out: &OutputArgs, a: &ScanArgs) -> Outcome {
         }
         return Err(Failure::usage(anyhow!(message)));
     }
+    if a.statistics {
+        let counts = statistics(&result.findings);
+        let text = if out.output == Some(report::Format::Json) {
+            serde_json::to_string_pretty(&counts)? + "\n"
+        } else {
+            statistics_text(&counts)
+        };
+        print!("{text}");
+        return Ok(out.status(&result.findings));
+    }
     let stats = result.stats.as_pairs();
     out.emit_with_suppressed(
         "scan",
@@ -107,4 +195,57 @@ pub fn run(out: &OutputArgs, a: &ScanArgs) -> Outcome {
         &files,
     )?;
     Ok(out.status(&result.findings))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::finding::{Finding, Lens, Severity, Subject};
+
+    fn finding(code: &str, severity: Severity) -> Finding {
+        Finding {
+            code: code.into(),
+            severity,
+            lens: Lens::Scan,
+            message: String::new(),
+            subject: Subject::Controller {
+                manager: None,
+                user: None,
+                user_agent: None,
+            },
+            evidence: Vec::new(),
+            help: String::new(),
+            objects: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn statistics_count_per_rule_and_level_largest_first() {
+        let findings = [
+            finding("CA304", Severity::Info),
+            finding("CA203", Severity::Warning),
+            finding("CA203", Severity::Warning),
+            finding("CA203", Severity::Error),
+        ];
+        let counts = statistics(&findings);
+        let got: Vec<(&str, Severity, usize)> = counts
+            .iter()
+            .map(|c| (c.code.as_str(), c.severity, c.count))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("CA203", Severity::Warning, 2),
+                ("CA203", Severity::Error, 1),
+                ("CA304", Severity::Info, 1)
+            ]
+        );
+        assert_eq!(counts[0].name, "polling-requeue");
+        let text = statistics_text(&counts);
+        assert_eq!(
+            text.lines().next(),
+            Some("2  CA203  warning  polling-requeue")
+        );
+        assert!(statistics(&[]).is_empty());
+    }
 }

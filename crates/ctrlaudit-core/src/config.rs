@@ -133,9 +133,69 @@ pub struct Config {
     pub aliases: BTreeMap<String, String>,
     /// live: the names under which a controller exports its metrics (kube-rs controllers name their own).
     pub metrics: MetricNames,
+    /// scan: paths not read at all, as globs relative to this file's directory (`src/generated/**`,
+    /// `vendor`). A glob that names a directory excludes everything under it; `*` stays within one path
+    /// component, `**` crosses them.
+    pub exclude: Vec<String>,
+    /// scan: rule levels for some paths (ruff's per-file-ignores): each `[[overrides]]` names its `files`
+    /// (globs, as `exclude`) and `rules`, which win over `[rules]` there; a later override wins over an
+    /// earlier one, and the command line's `-D/-W/--allow` over all of them.
+    pub overrides: Vec<Override>,
     /// Where it was read from, if anywhere.
     #[serde(skip)]
     pub source: Option<PathBuf>,
+}
+
+/// One `[[overrides]]` table: levels for the files its globs match.
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Override {
+    /// Globs relative to the configuration file's directory (see `exclude`).
+    pub files: Vec<String>,
+    /// Rule code or name → level, as in `[rules]`.
+    #[serde(default)]
+    pub rules: BTreeMap<String, Level>,
+}
+
+/// Path globs of `ctrlaudit.toml` (`exclude`, `[[overrides]]`), matched against paths relative to the
+/// directory of the file that declares them.
+#[derive(Debug, Clone)]
+pub struct PathGlobs {
+    set: globset::GlobSet,
+    /// The configuration file's directory, as an absolute path without symlinks.
+    base: PathBuf,
+}
+
+impl PathGlobs {
+    /// Compiles `patterns`; the error names the pattern that is not a glob.
+    pub fn new(patterns: &[String], base: &Path) -> Result<Self, String> {
+        let mut b = globset::GlobSetBuilder::new();
+        for p in patterns {
+            let glob = globset::GlobBuilder::new(p.trim_start_matches("./"))
+                .literal_separator(true)
+                .build()
+                .map_err(|e| format!("`{p}` is not a glob: {e}"))?;
+            b.add(glob);
+        }
+        let set = b.build().map_err(|e| e.to_string())?;
+        let base = std::fs::canonicalize(base).unwrap_or_else(|_| base.to_path_buf());
+        Ok(Self { set, base })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.set.is_empty()
+    }
+
+    /// Whether `abs` (an absolute path) or a directory above it, below the base, matches a glob. A path
+    /// outside the base matches none.
+    pub fn matches(&self, abs: &Path) -> bool {
+        let Ok(rel) = abs.strip_prefix(&self.base) else {
+            return false;
+        };
+        rel.ancestors()
+            .filter(|a| !a.as_os_str().is_empty())
+            .any(|a| self.set.is_match(a))
+    }
 }
 
 /// Errors a caller may want to tell apart.
@@ -173,8 +233,66 @@ impl Config {
             rules.insert(rule.code.to_string(), level);
         }
         c.rules = rules;
+        for o in &mut c.overrides {
+            let mut rules = BTreeMap::new();
+            for (key, level) in std::mem::take(&mut o.rules) {
+                let Some(rule) = crate::rules::find(&key) else {
+                    return Err(ConfigError::Invalid {
+                        path: path.to_path_buf(),
+                        message: format!(
+                            "unknown rule `{key}` in [[overrides]] (see `kubectl ctrlaudit rules`)"
+                        ),
+                    });
+                };
+                rules.insert(rule.code.to_string(), level);
+            }
+            o.rules = rules;
+            if o.files.is_empty() {
+                return Err(ConfigError::Invalid {
+                    path: path.to_path_buf(),
+                    message: "an [[overrides]] table needs `files`, the paths it applies to".into(),
+                });
+            }
+        }
         c.source = Some(path.to_path_buf());
+        // Globs are checked here, so that a bad one is an input error before anything runs.
+        let base = c.base_dir();
+        for globs in std::iter::once(&c.exclude).chain(c.overrides.iter().map(|o| &o.files)) {
+            PathGlobs::new(globs, &base).map_err(|message| ConfigError::Invalid {
+                path: path.to_path_buf(),
+                message,
+            })?;
+        }
         Ok(c)
+    }
+
+    /// The directory its path globs are relative to: the file's own, else the current directory.
+    pub fn base_dir(&self) -> PathBuf {
+        self.source
+            .as_deref()
+            .and_then(Path::parent)
+            .map(|p| {
+                if p.as_os_str().is_empty() {
+                    Path::new(".")
+                } else {
+                    p
+                }
+            })
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+    }
+
+    /// `exclude`, compiled (see [`PathGlobs`]).
+    pub fn excluded(&self) -> PathGlobs {
+        self.globs(&self.exclude)
+    }
+
+    /// Compiles globs that [`Config::parse`] has already checked (a default config has none).
+    pub fn globs(&self, patterns: &[String]) -> PathGlobs {
+        let base = self.base_dir();
+        PathGlobs::new(patterns, &base).unwrap_or_else(|_| PathGlobs {
+            set: globset::GlobSet::empty(),
+            base,
+        })
     }
 
     /// Reads `path`.
@@ -238,6 +356,25 @@ mod tests {
         assert_eq!(c.metrics.workqueue_depth, "workqueue_depth");
         assert_eq!(Config::default().metrics, MetricNames::default());
         assert!(Config::parse("[metrics]\nreconciles = \"x\"\n", Path::new("x")).is_err());
+    }
+
+    #[test]
+    fn path_globs_match_below_their_base_and_under_a_matched_directory() {
+        let base = Path::new("/nonexistent-base");
+        let g = PathGlobs::new(
+            &["gen".into(), "./src/*.rs".into(), "**/legacy/**".into()],
+            base,
+        )
+        .expect("globs");
+        assert!(g.matches(Path::new("/nonexistent-base/gen/op/src/main.rs")));
+        assert!(g.matches(Path::new("/nonexistent-base/src/main.rs")));
+        // `*` stays within one component; `**` crosses them.
+        assert!(!g.matches(Path::new("/nonexistent-base/src/a/main.rs")));
+        assert!(g.matches(Path::new("/nonexistent-base/x/legacy/y/z.rs")));
+        // Outside the base, nothing matches; nor does the base itself.
+        assert!(!g.matches(Path::new("/elsewhere/gen/main.rs")));
+        assert!(!g.matches(base));
+        assert!(PathGlobs::new(&["a[b".into()], base).is_err());
     }
 
     #[test]

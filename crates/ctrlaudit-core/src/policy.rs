@@ -2,10 +2,11 @@
 //! then `-D/--deny`, `-W/--warn` and `--allow` on the command line (which win). A code that names no rule is
 //! an input error (exit 2) wherever it is written.
 
-use crate::config::Config;
+use crate::config::{Config, Level, PathGlobs};
 use crate::finding::{Finding, Severity};
 use crate::rules;
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 /// The level flags of `scan` and `live`. `--allow` has no `-A`: in this kubectl plugin `-A` is
 /// `--all-namespaces`, as in kubectl.
@@ -38,21 +39,34 @@ pub struct PolicyArgs {
 #[error("unknown rule {0:?} in {1} (see `kubectl ctrlaudit rules`)")]
 pub struct UnknownRule(pub String, pub &'static str);
 
-/// Every rule's level after configuration and flags; `None` is off.
+/// A rule code's level; `None` is off.
+type Levels = BTreeMap<&'static str, Option<Severity>>;
+
+/// Every rule's level after configuration and flags.
 #[derive(Debug, Clone, Default)]
 pub struct Policy {
-    levels: BTreeMap<&'static str, Option<Severity>>,
+    /// `[rules]`.
+    levels: Levels,
+    /// `[[overrides]]`, in the file's order: a later one wins where both match.
+    overrides: Vec<(PathGlobs, Levels)>,
+    /// `-D/-W/--allow`, which win over the file.
+    flags: Levels,
+    /// What relative finding paths are relative to (resolved once).
+    cwd: PathBuf,
+}
+
+/// Levels by rule code, from codes [`Config::parse`] has already checked.
+fn levels_of(rules: &BTreeMap<String, Level>) -> Levels {
+    rules
+        .iter()
+        .filter_map(|(code, level)| rules::find(code).map(|r| (r.code, level.severity())))
+        .collect()
 }
 
 impl Policy {
     /// `ctrlaudit.toml`'s levels (whose codes [`Config::parse`] has already checked), then the flags.
     pub fn new(config: &Config, args: &PolicyArgs) -> Result<Self, UnknownRule> {
-        let mut levels = BTreeMap::new();
-        for (code, level) in &config.rules {
-            if let Some(rule) = rules::find(code) {
-                levels.insert(rule.code, level.severity());
-            }
-        }
+        let mut flags = BTreeMap::new();
         for (codes, flag, level) in [
             (&args.deny, "--deny", Some(Severity::Error)),
             (&args.warn, "--warn", Some(Severity::Warning)),
@@ -60,10 +74,37 @@ impl Policy {
         ] {
             for c in codes {
                 let rule = rules::find(c.trim()).ok_or_else(|| UnknownRule(c.clone(), flag))?;
-                levels.insert(rule.code, level);
+                flags.insert(rule.code, level);
             }
         }
-        Ok(Self { levels })
+        let overrides = config
+            .overrides
+            .iter()
+            .map(|o| (config.globs(&o.files), levels_of(&o.rules)))
+            .collect();
+        let cwd = std::env::current_dir()
+            .and_then(std::fs::canonicalize)
+            .unwrap_or_default();
+        Ok(Self {
+            levels: levels_of(&config.rules),
+            overrides,
+            flags,
+            cwd,
+        })
+    }
+
+    /// The level `[[overrides]]` give `code` at the finding's file, if one that matches it names the rule.
+    fn override_level(&self, f: &Finding, code: &str) -> Option<Option<Severity>> {
+        if self.overrides.is_empty() {
+            return None;
+        }
+        let path = self.cwd.join(&f.subject.span()?.file);
+        let path = std::fs::canonicalize(&path).unwrap_or(path);
+        self.overrides
+            .iter()
+            .rev()
+            .find_map(|(globs, levels)| levels.get(code).filter(|_| globs.matches(&path)))
+            .copied()
     }
 
     /// The configuration's levels alone.
@@ -73,12 +114,21 @@ impl Policy {
 
     /// Sets each finding's level and drops the findings of rules that are off.
     pub fn apply(&self, findings: &mut Vec<Finding>) {
-        findings.retain_mut(|f| match self.levels.get(f.code.as_str()) {
-            None => true,
-            Some(None) => false,
-            Some(Some(s)) => {
-                f.severity = *s;
-                true
+        findings.retain_mut(|f| {
+            let code = f.code.as_str();
+            let level = self
+                .flags
+                .get(code)
+                .copied()
+                .or_else(|| self.override_level(f, code))
+                .or_else(|| self.levels.get(code).copied());
+            match level {
+                None => true,
+                Some(None) => false,
+                Some(Some(s)) => {
+                    f.severity = s;
+                    true
+                }
             }
         });
     }

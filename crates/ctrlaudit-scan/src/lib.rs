@@ -223,7 +223,7 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
     let started = Instant::now();
     let config = &opts.config;
     check_aliases(config)?;
-    let mut walked = walk(&opts.paths)?;
+    let mut walked = walk(&opts.paths, &config.excluded())?;
     let needles = AhoCorasick::new(NEEDLES).map_err(|e| ScanError::Prefilter(e.to_string()))?;
     let unit_needles =
         AhoCorasick::new(UNIT_NEEDLES).map_err(|e| ScanError::Prefilter(e.to_string()))?;
@@ -300,6 +300,17 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
         notes: walked.notes,
         ..Default::default()
     };
+    // Which configuration judged this scan: a stray `ctrlaudit.toml` in a parent directory must leave a trace.
+    if let Some(source) = &config.source {
+        result.notes.push(Note {
+            subject: display(source),
+            message: "configuration used (rule levels, thresholds, aliases, exclude, overrides)"
+                .into(),
+        });
+    }
+    if !walked.excluded.is_empty() {
+        result.notes.push(excluded_note(&walked.excluded, config));
+    }
     result.notes.extend(skip_notes(&skipped, walked.tests));
     result.stats.files_seen = walked.files_seen;
     result.stats.rust_files = walked.rust.len();
@@ -457,6 +468,26 @@ fn skip_notes(skipped: &BTreeMap<Skip, Vec<PathBuf>>, tests: usize) -> Vec<Note>
         });
     }
     notes
+}
+
+/// The note for the paths `exclude` left out: how many, the first few, and which file said so.
+fn excluded_note(excluded: &[String], config: &Config) -> Note {
+    const SHOWN: usize = 3;
+    let mut shown: Vec<String> = excluded.iter().take(SHOWN).cloned().collect();
+    if excluded.len() > SHOWN {
+        shown.push(format!("and {} more", excluded.len() - SHOWN));
+    }
+    let file = config
+        .source
+        .as_deref()
+        .map_or_else(|| "ctrlaudit.toml".to_string(), display);
+    Note {
+        subject: plural(excluded.len(), "path", "paths"),
+        message: format!(
+            "skipped: excluded by `exclude` in {file}: {}",
+            shown.join(", ")
+        ),
+    }
 }
 
 fn plural(n: usize, one: &str, many: &str) -> String {

@@ -3,6 +3,7 @@
 
 use super::ScanError;
 use crate::Note;
+use crate::config::PathGlobs;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -13,6 +14,8 @@ pub(super) struct Walked {
     /// Files of integration tests (`tests/`), which are not judged (see [`unit_of`]).
     pub(super) tests: usize,
     pub(super) files_seen: usize,
+    /// Paths `exclude` in `ctrlaudit.toml` left out (a directory counts once, whatever it holds).
+    pub(super) excluded: Vec<String>,
 }
 
 pub(super) fn display(p: &Path) -> String {
@@ -20,25 +23,39 @@ pub(super) fn display(p: &Path) -> String {
     s.strip_prefix("./").map(str::to_string).unwrap_or(s)
 }
 
-pub(super) fn walk(paths: &[PathBuf]) -> Result<Walked, ScanError> {
+pub(super) fn walk(paths: &[PathBuf], exclude: &PathGlobs) -> Result<Walked, ScanError> {
     let mut w = Walked {
         rust: Vec::new(),
         yaml: Vec::new(),
         notes: Vec::new(),
         tests: 0,
         files_seen: 0,
+        excluded: Vec::new(),
     };
+    let excluded = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     for p in paths {
         if std::fs::symlink_metadata(p).is_err() {
             return Err(ScanError::MissingPath(display(p)));
         }
     }
     for root in paths {
-        let walker = ignore::WalkBuilder::new(root)
-            .follow_links(true)
-            .hidden(true)
-            .git_ignore(true)
-            .build();
+        let mut builder = ignore::WalkBuilder::new(root);
+        builder.follow_links(true).hidden(true).git_ignore(true);
+        if !exclude.is_empty() {
+            // An excluded directory is not descended into: its files are neither read nor counted one by one.
+            let abs_root = std::fs::canonicalize(root).unwrap_or_else(|_| root.clone());
+            let (root, globs, out) = (root.clone(), exclude.clone(), excluded.clone());
+            builder.filter_entry(move |e| {
+                let rel = e.path().strip_prefix(&root).unwrap_or(e.path());
+                let out_of_scope =
+                    !rel.as_os_str().is_empty() && globs.matches(&abs_root.join(rel));
+                if out_of_scope && let Ok(mut out) = out.lock() {
+                    out.push(display(e.path()));
+                }
+                !out_of_scope
+            });
+        }
+        let walker = builder.build();
         for entry in walker {
             match entry {
                 Ok(e) => {
@@ -76,6 +93,11 @@ pub(super) fn walk(paths: &[PathBuf]) -> Result<Walked, ScanError> {
             }
         }
     }
+    if let Ok(mut out) = excluded.lock() {
+        w.excluded = std::mem::take(&mut *out);
+    }
+    w.excluded.sort();
+    w.excluded.dedup();
     w.rust.sort();
     w.rust.dedup();
     w.yaml.sort();
