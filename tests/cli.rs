@@ -498,3 +498,113 @@ fn exclude_overrides_config_note_and_statistics() {
         assert_eq!(o.status.code(), Some(2), "{bad}: {}", stdout(&o));
     }
 }
+
+/// `--new-from-rev` and `--new-from-merge-base` report only findings on lines changed since the revision
+/// (uncommitted and untracked files included), on a real git repository.
+#[test]
+fn new_from_rev_reports_only_findings_on_changed_lines() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path();
+    let git = |args: &[&str]| {
+        let o = Command::new("git")
+            .arg("-C")
+            .arg(root)
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+            .args([
+                "-c",
+                "commit.gpgsign=false",
+                "-c",
+                "init.defaultBranch=main",
+            ])
+            .args(args)
+            .output()
+            .expect("git");
+        assert!(
+            o.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    };
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/scan/CA302-unbounded-reconcile-concurrency/bad_kube_through_framework");
+    for f in ["Cargo.toml", "Cargo.lock", "src/main.rs"] {
+        write(
+            &root.join(f),
+            &std::fs::read_to_string(fixture.join(f)).unwrap(),
+        );
+    }
+    git(&["init", "-q"]);
+    git(&["add", "."]);
+    git(&["commit", "-qm", "old"]);
+    git(&["checkout", "-qb", "feature"]);
+    // The change: the success path now polls every 5 s (CA203 on the changed line); CA302 stays where it was.
+    let main = root.join("src/main.rs");
+    let text = std::fs::read_to_string(&main).unwrap();
+    let changed = text.replacen(
+        "Ok(Action::requeue(Duration::from_secs(300)))",
+        "Ok(Action::requeue(Duration::from_secs(5)))",
+        1,
+    );
+    assert_ne!(text, changed);
+    write(&main, &changed);
+    let codes = |args: &[&str]| -> (Vec<String>, String) {
+        let mut all = vec!["scan", root.to_str().unwrap(), "-o", "json"];
+        all.extend_from_slice(args);
+        let o = run(&all);
+        let report: serde_json::Value = serde_json::from_slice(&o.stdout)
+            .unwrap_or_else(|_| panic!("{args:?}: {}", String::from_utf8_lossy(&o.stderr)));
+        let mut codes: Vec<String> = report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["code"].as_str().unwrap().to_string())
+            .collect();
+        codes.sort();
+        (codes, report["notes"].to_string())
+    };
+    assert_eq!(codes(&[]).0, ["CA203", "CA302"]);
+    // Uncommitted: new since HEAD.
+    let (found, notes) = codes(&["--new-from-rev", "HEAD"]);
+    assert_eq!(found, ["CA203"], "{notes}");
+    assert!(
+        notes.contains("1 findings on lines not changed since HEAD"),
+        "{notes}"
+    );
+    // Committed on the branch: new since the commit before, and since the merge base with main.
+    git(&["commit", "-qam", "poll"]);
+    assert_eq!(codes(&["--new-from-rev", "HEAD"]).0, Vec::<String>::new());
+    assert_eq!(codes(&["--new-from-rev", "HEAD~1"]).0, ["CA203"]);
+    let (found, notes) = codes(&["--new-from-merge-base", "main"]);
+    assert_eq!(found, ["CA203"], "{notes}");
+    assert!(notes.contains("merge base with main"), "{notes}");
+    // An untracked file is new as a whole.
+    git(&["checkout", "-q", "main"]);
+    std::fs::remove_dir_all(root.join(".git")).unwrap();
+    git(&["init", "-q"]);
+    git(&["add", "Cargo.toml", "Cargo.lock"]);
+    git(&["commit", "-qm", "manifests only"]);
+    assert_eq!(codes(&["--new-from-rev", "HEAD"]).0, ["CA302"]);
+    // A revision git does not know, or no repository at all, is an input error.
+    let o = run(&[
+        "scan",
+        root.to_str().unwrap(),
+        "--new-from-rev",
+        "no-such-rev",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no-such-rev"));
+    let plain = tempfile::tempdir().unwrap();
+    for f in ["Cargo.toml", "Cargo.lock", "src/main.rs"] {
+        write(
+            &plain.path().join(f),
+            &std::fs::read_to_string(fixture.join(f)).unwrap(),
+        );
+    }
+    let o = run(&[
+        "scan",
+        plain.path().to_str().unwrap(),
+        "--new-from-rev",
+        "HEAD",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+}

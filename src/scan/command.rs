@@ -1,6 +1,6 @@
 //! `kubectl ctrlaudit scan`: its flags, and the run from paths to a rendered report and an exit status.
 
-use super::{ScanOptions, baseline, scan};
+use super::{ScanOptions, baseline, changed, scan};
 use crate::config::Config;
 use crate::exit::{Failure, Outcome};
 use crate::policy::{Policy, PolicyArgs};
@@ -34,6 +34,14 @@ pub struct ScanArgs {
     /// Cargo's registry cache; nothing is downloaded).
     #[arg(long)]
     pub no_deps: bool,
+    /// Report only findings whose location is on lines changed since REV (working tree included): a big
+    /// codebase gates what a change touches.
+    #[arg(long, value_name = "REV", conflicts_with = "new_from_merge_base")]
+    pub new_from_rev: Option<String>,
+    /// Report only findings on lines changed since the merge base of HEAD and BRANCH (a pull request's
+    /// changes).
+    #[arg(long, value_name = "BRANCH")]
+    pub new_from_merge_base: Option<String>,
     /// Print how many findings each rule has, instead of the findings (a table, or JSON with `-o json`).
     #[arg(long)]
     pub statistics: bool,
@@ -156,6 +164,29 @@ pub fn run(out: &OutputArgs, a: &ScanArgs) -> Outcome {
             result.notes.push(report::Note {
                 subject: path.display().to_string(),
                 message: format!("{absorbed} findings already in the baseline were not reported"),
+            });
+        }
+    }
+    // The revision, and how the note names it.
+    let since = match (&a.new_from_rev, &a.new_from_merge_base) {
+        (Some(rev), _) => Some((rev.clone(), rev.clone())),
+        (None, Some(branch)) => {
+            let base = changed::merge_base(&opts.paths[0], branch).map_err(Failure::usage)?;
+            let short: String = base.chars().take(12).collect();
+            Some((base, format!("the merge base with {branch} ({short})")))
+        }
+        (None, None) => None,
+    };
+    if let Some((rev, named)) = since {
+        let lines = changed::since(&opts.paths[0], &rev).map_err(Failure::usage)?;
+        let (kept, old) = lines.filter(std::mem::take(&mut result.findings));
+        result.findings = kept;
+        if old > 0 {
+            result.notes.push(report::Note {
+                subject: format!("since {named}"),
+                message: format!(
+                    "{old} findings on lines not changed since {named} were not reported"
+                ),
             });
         }
     }

@@ -4,6 +4,7 @@
 //! `cargo tree -p ctrlaudit-scan` holds no tokio, kube or hyper (tests/layers.rs).
 
 pub mod baseline;
+pub mod changed;
 pub mod crd_yaml;
 pub mod deps;
 pub mod depth;
