@@ -56,6 +56,9 @@ done
 
 if command -v go >/dev/null 2>&1; then
 	testenv/build.sh
+	# The workflow linter of tests/integrations.rs, built into the same cache.
+	ACTIONLINT_BIN=$(testenv/actionlint.sh)
+	export ACTIONLINT_BIN
 	# The state dir is known before start.sh returns (--state-dir), so the trap can clean up a start that is
 	# interrupted half way.
 	state_dir=$(mktemp -d "${TMPDIR:-/tmp}/ctrlaudit-testenv.XXXXXX")

@@ -4,8 +4,11 @@
 # Kubernetes release pins in its go.mod (go.etcd.io/etcd/server/v3). Change them with update-modules.sh.
 KUBE_VERSION=v1.34.12
 ETCD_VERSION=v3.6.4
+# The workflow linter tests/integrations.rs runs on action.yml and .github/workflows (testenv/actionlint/go.mod).
+ACTIONLINT_VERSION=v1.7.12
 
 # Where built binaries live: outside the checkout, keyed by component and version.
 TESTENV_CACHE=${CTRLAUDIT_TESTENV_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kubectl-ctrlaudit/testenv}
 KUBE_APISERVER_BIN=$TESTENV_CACHE/kube-apiserver-$KUBE_VERSION/kube-apiserver
 ETCD_BIN=$TESTENV_CACHE/etcd-$ETCD_VERSION/etcd
+ACTIONLINT_BIN=$TESTENV_CACHE/actionlint-$ACTIONLINT_VERSION/actionlint

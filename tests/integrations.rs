@@ -57,7 +57,14 @@ fn the_action_is_a_composite_that_runs_a_valid_scan() {
         }
     }
     let scan = scan.expect("a scan step");
-    for flag in ["-o github", "--output-file sarif=ctrlaudit.sarif"] {
+    for flag in [
+        "-o github",
+        "--fail-on",
+        "--output-file \"sarif=",
+        "--output-file \"json=",
+        "--config",
+        "--new-from-merge-base",
+    ] {
         assert!(scan.contains(flag), "{scan}");
     }
     parses(&[
@@ -65,8 +72,16 @@ fn the_action_is_a_composite_that_runs_a_valid_scan() {
         ".",
         "-o",
         "github",
+        "--fail-on",
+        "warning",
         "--output-file",
         "sarif=ctrlaudit.sarif",
+        "--output-file",
+        "json=ctrlaudit.json",
+        "--config",
+        "ctrlaudit.toml",
+        "--new-from-merge-base",
+        "origin/main",
     ]);
     parses(&[
         "scan",
@@ -105,9 +120,9 @@ fn the_action_uploads_sarif_without_the_suppressed_findings() {
     let steps = a["runs"]["steps"].as_sequence().unwrap();
     let filter = steps
         .iter()
-        .filter_map(|s| s["run"].as_str())
-        .find(|r| r.starts_with("jq "))
-        .expect("a jq step");
+        .find(|s| s["name"].as_str() == Some("leave suppressed findings out of the upload"))
+        .and_then(|s| s["run"].as_str())
+        .expect("the SARIF filter step");
     let program = filter.split('\'').nth(1).expect("a quoted jq program");
     let dir =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/scan/CA002-unused-suppression");
@@ -142,4 +157,113 @@ fn the_action_uploads_sarif_without_the_suppressed_findings() {
     let kept = uploaded["runs"][0]["results"].as_array().unwrap();
     assert_eq!(kept.len(), results.len() - suppressed);
     assert!(kept.iter().all(|r| r.get("suppressions").is_none()));
+}
+
+/// The Action's summary step, run as the runner runs it (bash, with `GITHUB_OUTPUT` and `GITHUB_STEP_SUMMARY`
+/// files) on a real `-o json` report: the outputs count the findings and the summary tables them per rule.
+#[test]
+fn the_action_summarises_and_counts_the_findings() {
+    let a = yaml("action.yml");
+    let script = a["runs"]["steps"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"].as_str() == Some("summary"))
+        .and_then(|s| s["run"].as_str())
+        .expect("the summary step")
+        .to_string();
+    let d = tempfile::tempdir().unwrap();
+    let report = d.path().join("report.json");
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/scan/CA203-polling-requeue");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_kubectl-ctrlaudit"))
+        .args(["scan", dir.to_str().unwrap(), "--fail-on", "never"])
+        .args(["--output-file", &format!("json={}", report.display())])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let findings = json["findings"].as_array().unwrap();
+    let (outputs, summary) = (d.path().join("out"), d.path().join("summary.md"));
+    let run = std::process::Command::new("bash")
+        .args(["-e", "-c", &script])
+        .env("REPORT", &report)
+        .env("GITHUB_OUTPUT", &outputs)
+        .env("GITHUB_STEP_SUMMARY", &summary)
+        .output()
+        .expect("bash");
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let outputs = std::fs::read_to_string(&outputs).unwrap();
+    let warnings = findings
+        .iter()
+        .filter(|f| f["severity"] == "warning")
+        .count();
+    assert!(findings.len() > 1 && warnings > 0);
+    assert!(
+        outputs.contains(&format!("findings={}\n", findings.len())),
+        "{outputs}"
+    );
+    assert!(
+        outputs.contains(&format!("warning={warnings}\n")),
+        "{outputs}"
+    );
+    let summary = std::fs::read_to_string(&summary).unwrap();
+    assert!(summary.contains("| rule | level | findings |"), "{summary}");
+    let polls = findings
+        .iter()
+        .filter(|f| f["code"] == "CA203" && f["severity"] == "warning")
+        .count();
+    assert!(polls > 0);
+    assert!(
+        summary.contains(&format!("| CA203 | warning | {polls} |")),
+        "{summary}"
+    );
+}
+
+/// actionlint (built by testenv/actionlint.sh, pinned in testenv/actionlint/go.mod) passes on every workflow, and through the
+/// workflow that uses the Action from this checkout (`uses: ./`), on `action.yml`'s inputs.
+#[test]
+fn actionlint_passes_on_the_workflows_and_the_action() {
+    let Some(bin) =
+        std::env::var_os("ACTIONLINT_BIN").filter(|b| std::path::Path::new(b).is_file())
+    else {
+        let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
+        assert!(
+            !ci,
+            "CI: ACTIONLINT_BIN is not set to a built actionlint (testenv/actionlint.sh builds it)"
+        );
+        eprintln!("skipped: no ACTIONLINT_BIN (./test.sh builds it with testenv/actionlint.sh)");
+        return;
+    };
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let mut workflows: Vec<PathBuf> = std::fs::read_dir(root.join(".github/workflows"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "yml" || x == "yaml"))
+        .collect();
+    workflows.sort();
+    assert!(!workflows.is_empty());
+    let uses_the_action = workflows
+        .iter()
+        .any(|w| std::fs::read_to_string(w).unwrap().contains("uses: ./"));
+    assert!(
+        uses_the_action,
+        "no workflow runs the Action from this checkout"
+    );
+    let o = std::process::Command::new(bin)
+        .current_dir(&root)
+        .arg("-no-color")
+        .args(&workflows)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
