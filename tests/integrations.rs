@@ -267,3 +267,180 @@ fn actionlint_passes_on_the_workflows_and_the_action() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+/// A file server on 127.0.0.1 for `release/fetch.sh`: GET of a file under `root`, 404 for anything else.
+fn serve(root: PathBuf) -> String {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut request = String::new();
+            if reader.read_line(&mut request).is_err() {
+                continue;
+            }
+            let mut header = String::new();
+            while reader.read_line(&mut header).is_ok_and(|n| n > 2) {
+                header.clear();
+            }
+            let path = request.split_whitespace().nth(1).unwrap_or("/").to_string();
+            let file = root.join(path.trim_start_matches('/'));
+            let response = match std::fs::read(&file) {
+                Ok(body) if !path.contains("..") => {
+                    let mut r = format!(
+                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                        body.len()
+                    )
+                    .into_bytes();
+                    r.extend(body);
+                    r
+                }
+                _ => b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                    .to_vec(),
+            };
+            let _ = stream.write_all(&response);
+        }
+    });
+    format!("http://{addr}")
+}
+
+/// The Action's download: `release/fetch.sh` installs the archive of a version from a release server (here a
+/// local one holding a real archive of this build) after checking it against checksums.txt; a tampered archive
+/// installs nothing and fails; a version or platform without an archive exits 3, where the Action builds instead.
+#[test]
+fn the_action_downloads_and_verifies_a_release_archive() {
+    let d = tempfile::tempdir().unwrap();
+    let (releases, stage) = (d.path().join("releases"), d.path().join("stage"));
+    let version = env!("CARGO_PKG_VERSION");
+    let target = "x86_64-unknown-linux-gnu";
+    let archive = format!("kubectl-ctrlaudit-v{version}-{target}.tar.gz");
+    std::fs::create_dir_all(releases.join(format!("v{version}"))).unwrap();
+    std::fs::create_dir_all(&stage).unwrap();
+    std::fs::copy(
+        env!("CARGO_BIN_EXE_kubectl-ctrlaudit"),
+        stage.join("kubectl-ctrlaudit"),
+    )
+    .unwrap();
+    std::fs::write(stage.join("LICENSE"), "Apache-2.0\n").unwrap();
+    let dir = releases.join(format!("v{version}"));
+    let tar = std::process::Command::new("tar")
+        .arg("-czf")
+        .arg(dir.join(&archive))
+        .arg("-C")
+        .arg(&stage)
+        .args(["kubectl-ctrlaudit", "LICENSE"])
+        .status()
+        .unwrap();
+    assert!(tar.success());
+    let sha = |p: &std::path::Path| {
+        let o = std::process::Command::new("sha256sum")
+            .arg(p)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout)
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    let sum = sha(&dir.join(&archive));
+    std::fs::write(dir.join("checksums.txt"), format!("{sum}  {archive}\n")).unwrap();
+    let base = serve(releases.clone());
+    let fetch = |version: &str, dest: &std::path::Path| {
+        std::process::Command::new(
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("release/fetch.sh"),
+        )
+        .args([version, dest.to_str().unwrap()])
+        .env("CTRLAUDIT_RELEASES", &base)
+        .env("CTRLAUDIT_TARGET", target)
+        .output()
+        .unwrap()
+    };
+
+    let dest = d.path().join("bin");
+    let o = fetch(&format!("v{version}"), &dest);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let installed = std::process::Command::new(dest.join("kubectl-ctrlaudit"))
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert!(installed.status.success());
+    assert!(String::from_utf8_lossy(&installed.stdout).contains(version));
+
+    // A release without this version, or without this platform's archive: exit 3, build from source.
+    let o = fetch("9.9.9", &d.path().join("none"));
+    assert_eq!(
+        o.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+
+    // The archive swapped for another: the checksum does not match, nothing is installed.
+    let mut bytes = std::fs::read(dir.join(&archive)).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    std::fs::write(dir.join(&archive), &bytes).unwrap();
+    let tampered = d.path().join("tampered");
+    let o = fetch(version, &tampered);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("checksum mismatch"));
+    assert!(!tampered.join("kubectl-ctrlaudit").exists());
+}
+
+/// `cargo binstall`'s template renders, for every target the release workflow builds, the name and format of the
+/// archive release/package.sh writes for it.
+#[test]
+fn binstall_metadata_names_the_release_archives() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let manifest: toml::Table =
+        toml::from_str(&std::fs::read_to_string(root.join("Cargo.toml")).unwrap()).unwrap();
+    let package = &manifest["package"];
+    let binstall = &package["metadata"]["binstall"];
+    let template = binstall["pkg-url"].as_str().unwrap();
+    assert_eq!(binstall["bin-dir"].as_str(), Some("{ bin }{ binary-ext }"));
+    let release = yaml(".github/workflows/release.yml");
+    let targets: Vec<String> = release["jobs"]["archive"]["strategy"]["matrix"]["include"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|t| t["target"].as_str().unwrap().to_string())
+        .collect();
+    assert!(targets.len() >= 6, "{targets:?}");
+    let version = env!("CARGO_PKG_VERSION");
+    let repo = package["repository"].as_str().unwrap();
+    for target in &targets {
+        let fmt = binstall
+            .get("overrides")
+            .and_then(|o| o.get(target.as_str()))
+            .and_then(|o| o.get("pkg-fmt"))
+            .unwrap_or(&binstall["pkg-fmt"])
+            .as_str()
+            .unwrap();
+        let suffix = match fmt {
+            "tgz" => ".tar.gz",
+            "zip" => ".zip",
+            other => panic!("pkg-fmt {other}"),
+        };
+        let url = template
+            .replace("{ repo }", repo)
+            .replace("{ version }", version)
+            .replace("{ name }", env!("CARGO_PKG_NAME"))
+            .replace("{ target }", target)
+            .replace("{ archive-suffix }", suffix);
+        // What release/package.sh writes for the target.
+        let written = if target.contains("windows") {
+            "zip"
+        } else {
+            "tar.gz"
+        };
+        assert_eq!(
+            url,
+            format!(
+                "{repo}/releases/download/v{version}/kubectl-ctrlaudit-v{version}-{target}.{written}"
+            ),
+        );
+    }
+}
