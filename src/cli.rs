@@ -63,6 +63,27 @@ pub enum Command {
         after_help = "Examples:\n  kubectl ctrlaudit demo\n  kubectl ctrlaudit demo --duration 60s --objects 100\n  kubectl ctrlaudit demo --use-current-context\n\nStarts its own kube-apiserver and etcd on loopback ports (built from the Go module proxy on first use, a few\nminutes with Go >= 1.25, then cached in ~/.cache/kubectl-ctrlaudit/testenv), runs bench's CA202 pair for\n--duration while live watches them, prints what live found beside what bench measured, writes demo.html, and\nstops everything it started. Exit 0 when the run completed, 3 when it could not."
     )]
     Demo(crate::demo::DemoArgs),
+    /// Print the shell completion script for SHELL (kubectl-ctrlaudit's own command name).
+    #[command(
+        after_help = "Examples:\n  kubectl-ctrlaudit completions bash > ~/.local/share/bash-completion/completions/kubectl-ctrlaudit\n  kubectl-ctrlaudit completions zsh > \"${fpath[1]}/_kubectl-ctrlaudit\"\n  kubectl-ctrlaudit completions fish > ~/.config/fish/completions/kubectl-ctrlaudit.fish"
+    )]
+    Completions(CompletionsArgs),
+    /// Print a man page (roff): the command's, or a subcommand's (`man scan` is kubectl-ctrlaudit-scan(1)).
+    #[command(
+        after_help = "Examples:\n  kubectl-ctrlaudit man | man -l -\n  kubectl-ctrlaudit man scan > kubectl-ctrlaudit-scan.1"
+    )]
+    Man(ManArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// A subcommand (scan, live, bench, rules, demo, completions); without it, the top page.
+    pub subcommand: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -84,14 +105,76 @@ pub fn run(cli: Cli) -> Outcome {
         Command::Live(a) => crate::live::run(&cluster, &output, all_namespaces, a),
         Command::Bench(a) => crate::bench::run(&cluster, &output, a),
         Command::Demo(a) => crate::demo::run(&cluster, &output, a),
+        Command::Completions(a) => {
+            output::print(&completions(a.shell))?;
+            Ok(Status::Clean)
+        }
+        Command::Man(a) => {
+            output::print(&man_page(a.subcommand.as_deref())?)?;
+            Ok(Status::Clean)
+        }
     }
+}
+
+/// The completion script of `shell` for the `kubectl-ctrlaudit` command.
+pub fn completions(shell: clap_complete::Shell) -> String {
+    // `kubectl ctrlaudit` (the bin name kubectl users see in help) is two words: a completion script names the
+    // one executable, whose subcommands it must name the same way.
+    fn named(cmd: clap::Command, bin: String) -> clap::Command {
+        cmd.bin_name(bin.clone()).mut_subcommands(|sc| {
+            let name = format!("{bin} {}", sc.get_name());
+            named(sc, name)
+        })
+    }
+    let mut cmd = named(
+        <Cli as clap::CommandFactory>::command(),
+        "kubectl-ctrlaudit".into(),
+    );
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut cmd, "kubectl-ctrlaudit", &mut out);
+    let script = String::from_utf8_lossy(&out).into_owned();
+    match shell {
+        // clap_complete's bash script names a subcommand's case by its bin name with `-` turned into its
+        // separator (`kubectl__subcmd__ctrlaudit__subcmd__scan`) but walks the words into the function-name form
+        // (`kubectl__ctrlaudit__subcmd__scan`): no flag of a subcommand would complete. One spelling for both.
+        clap_complete::Shell::Bash => script.replace(
+            "kubectl__subcmd__ctrlaudit__subcmd__",
+            "kubectl__ctrlaudit__subcmd__",
+        ),
+        _ => script,
+    }
+}
+
+/// The man page (roff) of the command, or of one subcommand.
+pub fn man_page(subcommand: Option<&str>) -> anyhow::Result<String> {
+    let mut cmd = <Cli as clap::CommandFactory>::command().name("kubectl-ctrlaudit");
+    cmd.build();
+    let page = match subcommand {
+        None => cmd,
+        Some(name) => {
+            let names: Vec<String> = cmd
+                .get_subcommands()
+                .map(|s| s.get_name().to_string())
+                .collect();
+            cmd.find_subcommand(name)
+                .cloned()
+                .with_context(|| format!("no subcommand {name:?}; there are {}", names.join(", ")))?
+                .name(format!("kubectl-ctrlaudit-{name}"))
+        }
+    };
+    let mut out = Vec::new();
+    clap_mangen::Man::new(page).render(&mut out)?;
+    Ok(String::from_utf8_lossy(&out).into_owned())
 }
 
 fn run_rules(out: &OutputArgs, a: &RulesArgs) -> Outcome {
     match &a.code {
         Some(code) => {
             let rule = rules::find(code).with_context(|| {
-                format!("unknown rule {code:?} (see `kubectl ctrlaudit rules`)")
+                format!(
+                    "unknown rule {code:?}{} (see `kubectl ctrlaudit rules`)",
+                    rules::did_you_mean(code)
+                )
             })?;
             match out.output {
                 Some(Format::Json) => {

@@ -608,3 +608,61 @@ fn new_from_rev_reports_only_findings_on_changed_lines() {
     ]);
     assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
 }
+
+/// Shell completions and man pages come from the clap definitions; the bash script completes a subcommand's
+/// flags (run in bash as completion runs it); a mistyped rule gets a "did you mean".
+#[test]
+fn completions_man_pages_and_did_you_mean() {
+    for shell in ["bash", "zsh", "fish", "powershell", "elvish"] {
+        let o = run(&["completions", shell]);
+        assert_eq!(o.status.code(), Some(0), "{shell}");
+        let script = stdout(&o);
+        assert!(
+            script.contains("kubectl-ctrlaudit") && script.contains("new-from-rev"),
+            "{shell}"
+        );
+    }
+    let d = tempfile::tempdir().unwrap();
+    let script = d.path().join("complete.bash");
+    std::fs::write(&script, run(&["completions", "bash"]).stdout).unwrap();
+    let complete = |words: &str| {
+        let program = format!(
+            "source {}; COMP_WORDS=({words}); COMP_CWORD=$((${{#COMP_WORDS[@]}} - 1)); \
+             _kubectl__ctrlaudit kubectl-ctrlaudit \"${{COMP_WORDS[-1]}}\" \"${{COMP_WORDS[-2]}}\"; \
+             echo \"${{COMPREPLY[*]}}\"",
+            script.display()
+        );
+        let o = Command::new("bash")
+            .args(["-c", &program])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    };
+    assert_eq!(complete("kubectl-ctrlaudit sc"), "scan");
+    assert_eq!(
+        complete("kubectl-ctrlaudit scan --new-from"),
+        "--new-from-rev --new-from-merge-base"
+    );
+
+    let top = stdout(&run(&["man"]));
+    assert!(
+        top.contains(".TH kubectl-ctrlaudit 1") && top.contains("scan"),
+        "{top}"
+    );
+    let scan = stdout(&run(&["man", "scan"]));
+    assert!(
+        scan.contains(".TH kubectl-ctrlaudit-scan 1") && scan.contains("new\\-from\\-rev"),
+        "{scan}"
+    );
+    assert_ne!(run(&["man", "nope"]).status.code(), Some(0));
+
+    let o = run(&["rules", "CA2O3"]);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("did you mean `CA203`"));
+    let o = run(&["scan", ".", "--allow", "polling-requeu"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("did you mean `polling-requeue`"));
+    // Nothing close: no guess.
+    let o = run(&["rules", "zzzz"]);
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("did you mean"));
+}

@@ -218,7 +218,8 @@ impl BenchArgs {
         let (title, names): (String, Vec<String>) = if let Some(code) = &self.rule {
             let Some(rule) = crate::rules::find(code) else {
                 return Err(usage(format!(
-                    "unknown rule {code:?} (see `kubectl ctrlaudit rules`)"
+                    "unknown rule {code:?}{} (see `kubectl ctrlaudit rules`)",
+                    crate::rules::did_you_mean(code)
                 )));
             };
             let Some(pair) = catalog::rule_pair(rule.code) else {

@@ -226,7 +226,8 @@ impl Config {
                 return Err(ConfigError::Invalid {
                     path: path.to_path_buf(),
                     message: format!(
-                        "unknown rule `{key}` in [rules] (see `kubectl ctrlaudit rules`)"
+                        "unknown rule `{key}` in [rules]{} (see `kubectl ctrlaudit rules`)",
+                        crate::rules::did_you_mean(&key)
                     ),
                 });
             };
@@ -240,7 +241,8 @@ impl Config {
                     return Err(ConfigError::Invalid {
                         path: path.to_path_buf(),
                         message: format!(
-                            "unknown rule `{key}` in [[overrides]] (see `kubectl ctrlaudit rules`)"
+                            "unknown rule `{key}` in [[overrides]]{} (see `kubectl ctrlaudit rules`)",
+                            crate::rules::did_you_mean(&key)
                         ),
                     });
                 };

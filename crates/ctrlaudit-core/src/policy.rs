@@ -36,7 +36,7 @@ pub struct PolicyArgs {
 
 /// A rule code or name on the command line that names no rule.
 #[derive(Debug, thiserror::Error)]
-#[error("unknown rule {0:?} in {1} (see `kubectl ctrlaudit rules`)")]
+#[error("unknown rule {0:?} in {1}{hint} (see `kubectl ctrlaudit rules`)", hint = rules::did_you_mean(.0))]
 pub struct UnknownRule(pub String, pub &'static str);
 
 /// A rule code's level; `None` is off.

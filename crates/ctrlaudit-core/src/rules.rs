@@ -244,6 +244,28 @@ pub fn find(code_or_name: &str) -> Option<&'static Rule> {
         .find(|r| r.code.eq_ignore_ascii_case(code_or_name) || r.name == code_or_name)
 }
 
+/// The rule code or name closest to what was typed, when one is close enough to be what was meant: for the
+/// "did you mean" of an unknown rule.
+pub fn suggest(typed: &str) -> Option<&'static str> {
+    let typed = typed.trim();
+    RULES
+        .iter()
+        .flat_map(|r| [r.code, r.name])
+        .map(|candidate| {
+            let score =
+                strsim::jaro_winkler(&typed.to_ascii_lowercase(), &candidate.to_ascii_lowercase());
+            (score, candidate)
+        })
+        .filter(|(score, _)| *score >= 0.85)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, c)| c)
+}
+
+/// " (did you mean `X`?)" for an unknown rule, or nothing.
+pub fn did_you_mean(typed: &str) -> String {
+    suggest(typed).map_or_else(String::new, |s| format!(" (did you mean `{s}`?)"))
+}
+
 /// The catalogue as the Markdown table README shows between its `rules-table` markers (a test keeps
 /// them equal, so the table changes where the rule does).
 pub fn markdown_table() -> String {
@@ -269,6 +291,16 @@ pub fn markdown_table() -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn suggests_the_closest_rule_only_when_close() {
+        assert_eq!(suggest("CA2O3"), Some("CA203"));
+        assert_eq!(suggest("ca203 "), Some("CA203"));
+        assert_eq!(suggest("polling-requeu"), Some("polling-requeue"));
+        assert_eq!(suggest("zzzz"), None);
+        assert_eq!(did_you_mean("zzzz"), "");
+    }
+
     use super::*;
 
     #[test]

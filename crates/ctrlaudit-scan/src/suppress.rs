@@ -138,7 +138,10 @@ pub fn apply_keeping(
         let message = if !sup.has_reason {
             format!("`allow({codes})` has no reason: it suppresses nothing until it says why")
         } else if !unknown.is_empty() {
-            format!("`allow({codes})` names an unknown rule")
+            format!(
+                "`allow({codes})` names an unknown rule{}",
+                ctrlaudit_core::rules::did_you_mean(unknown[0])
+            )
         } else if !used {
             format!("`allow({codes})` matches no finding on this line or the next")
         } else {
