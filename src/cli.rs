@@ -12,7 +12,16 @@ use clap::{Args, Parser, Subcommand};
 #[command(
     name = "kubectl-ctrlaudit",
     bin_name = "kubectl ctrlaudit",
-    version,
+    version = concat!(
+        env!("CARGO_PKG_VERSION"),
+        " (",
+        env!("CTRLAUDIT_COMMIT"),
+        " ",
+        env!("CTRLAUDIT_COMMIT_DATE"),
+        ", Kubernetes API ",
+        env!("CTRLAUDIT_K8S_API"),
+        ")"
+    ),
     about = "Find Kubernetes controller anti-patterns: in source (scan), on a cluster (live), and what they cost (bench)",
     after_help = "Examples:\n  kubectl ctrlaudit scan ./src\n  kubectl ctrlaudit scan . -o sarif --output-file junit=ctrlaudit.xml\n  kubectl ctrlaudit rules\n  kubectl ctrlaudit rules CA202\n\nExit codes: 0 nothing at or above --fail-on, 1 findings, 2 usage or input error, 3 evidence unavailable."
 )]

@@ -68,7 +68,11 @@ fn rules_lists_the_catalogue_and_explains_one() {
 
 #[test]
 fn version_and_help() {
-    assert!(stdout(&run(&["--version"])).contains(env!("CARGO_PKG_VERSION")));
+    let version = stdout(&run(&["--version"]));
+    assert!(version.contains(env!("CARGO_PKG_VERSION")), "{version}");
+    // The commit and its date (this test runs in a checkout), and the Kubernetes API it speaks.
+    assert!(version.contains("Kubernetes API 1."), "{version}");
+    assert!(!version.contains("unknown"), "{version}");
     let help = stdout(&run(&["scan", "--help"]));
     assert!(help.contains("Examples:") && help.contains("--baseline"));
 }

@@ -36,6 +36,7 @@ fn common(f: &str) -> bool {
     matches!(
         f,
         "Cargo.toml"
+            | "build.rs"
             | "Cargo.toml.orig"
             | "Cargo.lock"
             | "README.md"
