@@ -571,7 +571,7 @@ fn new_from_rev_reports_only_findings_on_changed_lines() {
     let (found, notes) = codes(&["--new-from-rev", "HEAD"]);
     assert_eq!(found, ["CA203"], "{notes}");
     assert!(
-        notes.contains("1 findings on lines not changed since HEAD"),
+        notes.contains("1 finding on lines not changed since HEAD"),
         "{notes}"
     );
     // Committed on the branch: new since the commit before, and since the merge base with main.

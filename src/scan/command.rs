@@ -185,7 +185,8 @@ pub fn run(out: &OutputArgs, a: &ScanArgs) -> Outcome {
             result.notes.push(report::Note {
                 subject: format!("since {named}"),
                 message: format!(
-                    "{old} findings on lines not changed since {named} were not reported"
+                    "{old} {} on lines not changed since {named} not reported",
+                    if old == 1 { "finding" } else { "findings" }
                 ),
             });
         }
@@ -213,7 +214,7 @@ pub fn run(out: &OutputArgs, a: &ScanArgs) -> Outcome {
         } else {
             statistics_text(&counts)
         };
-        print!("{text}");
+        crate::output::print(&text)?;
         return Ok(out.status(&result.findings));
     }
     let stats = result.stats.as_pairs();

@@ -1,5 +1,6 @@
 //! One policy step for every lens: a finding's level is its detector's, then `[rules]` in `ctrlaudit.toml`,
-//! then `-D/--deny`, `-W/--warn` and `--allow` on the command line (which win). A code that names no rule is
+//! then the `[[overrides]]` whose globs match the finding's file, then `-D/--deny`, `-W/--warn` and `--allow` on
+//! the command line (which win). A code that names no rule is
 //! an input error (exit 2) wherever it is written.
 
 use crate::config::{Config, Level, PathGlobs};
@@ -64,7 +65,8 @@ fn levels_of(rules: &BTreeMap<String, Level>) -> Levels {
 }
 
 impl Policy {
-    /// `ctrlaudit.toml`'s levels (whose codes [`Config::parse`] has already checked), then the flags.
+    /// `ctrlaudit.toml`'s levels and overrides (whose codes and globs [`Config::parse`] has already checked), then
+    /// the flags.
     pub fn new(config: &Config, args: &PolicyArgs) -> Result<Self, UnknownRule> {
         let mut flags = BTreeMap::new();
         for (codes, flag, level) in [
