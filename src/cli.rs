@@ -177,6 +177,15 @@ pub fn man_page(subcommand: Option<&str>) -> anyhow::Result<String> {
 }
 
 fn run_rules(out: &OutputArgs, a: &RulesArgs) -> Outcome {
+    // The catalogue is text or JSON: a findings format (SARIF, JUnit, …) would print something else than asked.
+    if let Some(
+        f @ (Format::Sarif | Format::Junit | Format::Github | Format::Gitlab | Format::Html),
+    ) = out.output
+    {
+        return Err(crate::exit::Failure::usage(anyhow::anyhow!(
+            "`rules` prints a table or a rule's documentation, or JSON with -o json; -o {f} is a findings format"
+        )));
+    }
     match &a.code {
         Some(code) => {
             let rule = rules::find(code).with_context(|| {

@@ -45,6 +45,13 @@ fn unknown_rule_and_bad_flags_are_usage_errors() {
         Some(2)
     );
     assert_eq!(run(&["frobnicate"]).status.code(), Some(2));
+    // `rules` honours the text and JSON formats and refuses the findings formats.
+    assert_eq!(run(&["rules", "-o", "sarif"]).status.code(), Some(2));
+    assert_eq!(
+        run(&["rules", "CA203", "-o", "junit"]).status.code(),
+        Some(2)
+    );
+    assert_eq!(run(&["rules", "-o", "json"]).status.code(), Some(0));
 }
 
 #[test]
@@ -134,6 +141,29 @@ fn baseline_round_trip_and_output_files() {
             .unwrap()
             .contains("<testsuite")
     );
+    // A bare PATH takes the -o format; a FORMAT that is none is an input error.
+    let json = dir.path().join("out.json");
+    let o = run(&[
+        "scan",
+        target,
+        "-o",
+        "json",
+        "--fail-on",
+        "never",
+        "--output-file",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    let written: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert!(
+        written["findings"]
+            .as_array()
+            .is_some_and(|f| !f.is_empty())
+    );
+    let o = run(&["scan", target, "--output-file", "yaml=out.yaml"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("FORMAT=PATH"));
 }
 
 #[test]

@@ -272,7 +272,10 @@ pub fn run(g: &ClusterArgs, out: &OutputArgs, all_namespaces: bool, a: &LiveArgs
             "-n/--namespace and -A/--all-namespaces exclude each other"
         )));
     }
-    let files = report::output_files(&out.output_files)?;
+    let files = report::output_files(
+        &out.output_files,
+        out.output.unwrap_or(report::Format::Table),
+    )?;
     let cfg = match &a.config {
         Some(p) => Config::load(p)?,
         None => Config::discover(std::path::Path::new("."))?,

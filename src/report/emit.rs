@@ -14,8 +14,9 @@ pub struct OutputArgs {
     /// Output format on stdout [default: full for scan, table for the other commands].
     #[arg(short = 'o', long = "output", global = true, value_enum)]
     pub output: Option<Format>,
-    /// Also write FORMAT to PATH (repeatable), e.g. `--output-file sarif=ctrlaudit.sarif`.
-    #[arg(long = "output-file", global = true, value_name = "FORMAT=PATH")]
+    /// Also write FORMAT to PATH (repeatable), e.g. `--output-file sarif=ctrlaudit.sarif`; a bare PATH gets the
+    /// `-o` format (or the command's default).
+    #[arg(long = "output-file", global = true, value_name = "[FORMAT=]PATH")]
     pub output_files: Vec<String>,
     /// Exit 1 when a finding is at or above this severity.
     #[arg(long, global = true, value_enum, default_value_t = FailOn::Warning)]

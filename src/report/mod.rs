@@ -156,18 +156,29 @@ impl<'a> Report<'a> {
     }
 }
 
-/// `--output-file FORMAT=PATH` values, each checked: a known format and a non-empty path.
-pub fn output_files(specs: &[String]) -> anyhow::Result<Vec<(Format, std::path::PathBuf)>> {
+/// `--output-file` values, each checked: `FORMAT=PATH` (a known format and a non-empty path), or a bare `PATH`,
+/// which takes `default` (the `-o` format, else the command's own). A path with a `=` in it is written
+/// `FORMAT=PATH`.
+pub fn output_files(
+    specs: &[String],
+    default: Format,
+) -> anyhow::Result<Vec<(Format, std::path::PathBuf)>> {
     specs
         .iter()
         .map(|s| {
-            let (f, p) = s
-                .split_once('=')
-                .with_context(|| format!("--output-file expects FORMAT=PATH, got {s:?}"))?;
+            let Some((f, p)) = s.split_once('=') else {
+                if s.is_empty() {
+                    anyhow::bail!("--output-file: the path is empty");
+                }
+                return Ok((default, std::path::PathBuf::from(s)));
+            };
             if p.is_empty() {
                 anyhow::bail!("--output-file {s:?}: the path is empty");
             }
-            Ok((f.parse::<Format>()?, std::path::PathBuf::from(p)))
+            let format = f.parse::<Format>().with_context(|| {
+                format!("--output-file {s:?}: expects FORMAT=PATH (or a PATH without `=`, for the -o format)")
+            })?;
+            Ok((format, std::path::PathBuf::from(p)))
         })
         .collect()
 }

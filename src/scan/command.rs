@@ -114,7 +114,10 @@ pub fn run(out: &OutputArgs, a: &ScanArgs) -> Outcome {
     } else {
         a.paths.clone()
     };
-    let files = report::output_files(&out.output_files)?;
+    let files = report::output_files(
+        &out.output_files,
+        out.output.unwrap_or(report::Format::Full),
+    )?;
     if a.statistics && !out.output_files.is_empty() {
         return Err(Failure::usage(anyhow!(
             "--statistics prints counts to the terminal; --output-file writes findings: use one or the other"
