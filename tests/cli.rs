@@ -378,6 +378,18 @@ fn write(path: &std::path::Path, text: &str) {
     std::fs::write(path, text).unwrap();
 }
 
+/// Copies the one-finding crate of the CA302 fixtures (opkit re-exporting kube; one unbounded Controller) to `to`.
+fn copy_ca302_crate(to: &std::path::Path) {
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/scan/CA302-unbounded-reconcile-concurrency/bad_kube_through_framework");
+    for f in ["Cargo.toml", "Cargo.lock", "src/main.rs"] {
+        write(
+            &to.join(f),
+            &std::fs::read_to_string(fixture.join(f)).unwrap(),
+        );
+    }
+}
+
 /// A CI step pointed at the wrong directory must not pass green, and no crate is passed over in silence.
 #[test]
 fn nothing_analysed_is_exit_2_and_every_skip_is_a_note() {
@@ -425,15 +437,7 @@ fn nothing_analysed_is_exit_2_and_every_skip_is_a_note() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("no Rust file"));
 
     // Beside a crate that is analysed, the skipped one is a note and the exit code is the findings'.
-    let op = root.join("op");
-    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/scan/CA302-unbounded-reconcile-concurrency/bad_kube_through_framework");
-    for f in ["Cargo.toml", "Cargo.lock", "src/main.rs"] {
-        write(
-            &op.join(f),
-            &std::fs::read_to_string(fixture.join(f)).unwrap(),
-        );
-    }
+    copy_ca302_crate(&root.join("op"));
     let o = run(&["scan", root.to_str().unwrap(), "-o", "json"]);
     assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
     let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -447,15 +451,8 @@ fn nothing_analysed_is_exit_2_and_every_skip_is_a_note() {
 fn exclude_overrides_config_note_and_statistics() {
     let d = tempfile::tempdir().unwrap();
     let root = d.path();
-    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/scan/CA302-unbounded-reconcile-concurrency/bad_kube_through_framework");
     for dir in ["op", "legacy/op", "gen/op"] {
-        for f in ["Cargo.toml", "Cargo.lock", "src/main.rs"] {
-            write(
-                &root.join(dir).join(f),
-                &std::fs::read_to_string(fixture.join(f)).unwrap(),
-            );
-        }
+        copy_ca302_crate(&root.join(dir));
     }
     write(
         &root.join("ctrlaudit.toml"),
@@ -559,14 +556,7 @@ fn new_from_rev_reports_only_findings_on_changed_lines() {
             String::from_utf8_lossy(&o.stderr)
         );
     };
-    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/scan/CA302-unbounded-reconcile-concurrency/bad_kube_through_framework");
-    for f in ["Cargo.toml", "Cargo.lock", "src/main.rs"] {
-        write(
-            &root.join(f),
-            &std::fs::read_to_string(fixture.join(f)).unwrap(),
-        );
-    }
+    copy_ca302_crate(root);
     git(&["init", "-q"]);
     git(&["add", "."]);
     git(&["commit", "-qm", "old"]);
@@ -628,12 +618,7 @@ fn new_from_rev_reports_only_findings_on_changed_lines() {
     assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("no-such-rev"));
     let plain = tempfile::tempdir().unwrap();
-    for f in ["Cargo.toml", "Cargo.lock", "src/main.rs"] {
-        write(
-            &plain.path().join(f),
-            &std::fs::read_to_string(fixture.join(f)).unwrap(),
-        );
-    }
+    copy_ca302_crate(plain.path());
     let o = run(&[
         "scan",
         plain.path().to_str().unwrap(),

@@ -212,6 +212,28 @@ pub enum ConfigError {
 
 pub const FILE_NAME: &str = "ctrlaudit.toml";
 
+/// A table of rule levels keyed by code: a rule may be named by code or name, in any case for the code; one
+/// that names no rule is an error naming the `table` it is in.
+fn rules_by_code(
+    rules: BTreeMap<String, Level>,
+    table: &str,
+    path: &Path,
+) -> Result<BTreeMap<String, Level>, ConfigError> {
+    rules
+        .into_iter()
+        .map(|(key, level)| match crate::rules::find(&key) {
+            Some(rule) => Ok((rule.code.to_string(), level)),
+            None => Err(ConfigError::Invalid {
+                path: path.to_path_buf(),
+                message: format!(
+                    "unknown rule `{key}` in {table}{} (see `kubectl ctrlaudit rules`)",
+                    crate::rules::did_you_mean(&key)
+                ),
+            }),
+        })
+        .collect()
+}
+
 impl Config {
     /// Parses a config file's text; `path` is for messages.
     pub fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
@@ -219,36 +241,9 @@ impl Config {
             path: path.to_path_buf(),
             message: e.to_string().trim().to_string(),
         })?;
-        // A rule may be named by code or name, in any case for the code; stored by code.
-        let mut rules = BTreeMap::new();
-        for (key, level) in std::mem::take(&mut c.rules) {
-            let Some(rule) = crate::rules::find(&key) else {
-                return Err(ConfigError::Invalid {
-                    path: path.to_path_buf(),
-                    message: format!(
-                        "unknown rule `{key}` in [rules]{} (see `kubectl ctrlaudit rules`)",
-                        crate::rules::did_you_mean(&key)
-                    ),
-                });
-            };
-            rules.insert(rule.code.to_string(), level);
-        }
-        c.rules = rules;
+        c.rules = rules_by_code(std::mem::take(&mut c.rules), "[rules]", path)?;
         for o in &mut c.overrides {
-            let mut rules = BTreeMap::new();
-            for (key, level) in std::mem::take(&mut o.rules) {
-                let Some(rule) = crate::rules::find(&key) else {
-                    return Err(ConfigError::Invalid {
-                        path: path.to_path_buf(),
-                        message: format!(
-                            "unknown rule `{key}` in [[overrides]]{} (see `kubectl ctrlaudit rules`)",
-                            crate::rules::did_you_mean(&key)
-                        ),
-                    });
-                };
-                rules.insert(rule.code.to_string(), level);
-            }
-            o.rules = rules;
+            o.rules = rules_by_code(std::mem::take(&mut o.rules), "[[overrides]]", path)?;
             if o.files.is_empty() {
                 return Err(ConfigError::Invalid {
                     path: path.to_path_buf(),

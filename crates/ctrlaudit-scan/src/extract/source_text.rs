@@ -70,21 +70,7 @@ fn compact_chars<C: Copy + Into<char>>(chars: &[C], len: usize) -> String {
                     continue;
                 }
                 if c == '/' && at(i + 1) == Some('*') {
-                    let mut depth = 0usize;
-                    while i < chars.len() {
-                        if ch(i) == '/' && at(i + 1) == Some('*') {
-                            depth += 1;
-                            i += 2;
-                        } else if ch(i) == '*' && at(i + 1) == Some('/') {
-                            depth -= 1;
-                            i += 2;
-                            if depth == 0 {
-                                break;
-                            }
-                        } else {
-                            i += 1;
-                        }
-                    }
+                    i = block_comment_end(chars, i);
                     gap = true;
                     continue;
                 }
@@ -149,6 +135,28 @@ fn compact_chars<C: Copy + Into<char>>(chars: &[C], len: usize) -> String {
     out
 }
 
+/// Where the block comment opening at `i` (`/*`) ends: just past its `*/`, nested comments counted, or the end of
+/// the text when it is not closed.
+fn block_comment_end<C: Copy + Into<char>>(chars: &[C], mut i: usize) -> usize {
+    let at = |j: usize| chars.get(j).map(|c| (*c).into());
+    let mut depth = 0usize;
+    while i < chars.len() {
+        if at(i) == Some('/') && at(i + 1) == Some('*') {
+            depth += 1;
+            i += 2;
+        } else if at(i) == Some('*') && at(i + 1) == Some('/') {
+            depth -= 1;
+            i += 2;
+            if depth == 0 {
+                break;
+            }
+        } else {
+            i += 1;
+        }
+    }
+    i
+}
+
 /// [`compact_chars`] of ASCII text, the same output at a fraction of the cost: a word, or a literal's run of
 /// ordinary characters, is copied at once, and the last character written is read off the output in place.
 fn compact_ascii(b: &[u8]) -> String {
@@ -180,21 +188,7 @@ fn compact_ascii(b: &[u8]) -> String {
                     continue;
                 }
                 if c == b'/' && at(i + 1) == Some(b'*') {
-                    let mut depth = 0usize;
-                    while i < b.len() {
-                        if b[i] == b'/' && at(i + 1) == Some(b'*') {
-                            depth += 1;
-                            i += 2;
-                        } else if b[i] == b'*' && at(i + 1) == Some(b'/') {
-                            depth -= 1;
-                            i += 2;
-                            if depth == 0 {
-                                break;
-                            }
-                        } else {
-                            i += 1;
-                        }
-                    }
+                    i = block_comment_end(b, i);
                     gap = true;
                     continue;
                 }
