@@ -22,8 +22,10 @@ pub(super) const KUBE_CRATES: &[&str] = &[
 pub const MAX_LIBRARIES: usize = 16;
 
 /// The source roots (directories with a `src/`) of the dependencies of the crate at `root` that use kube
-/// themselves, nearest first. Empty when there is no Cargo.lock or none of them is on disk.
-pub fn library_roots(root: &Path) -> Vec<PathBuf> {
+/// themselves, nearest first. `lock` is the crate's Cargo.lock with its directory (see
+/// `Selector::lock_of`, which reads each lock once per scan). Empty when there is no Cargo.lock or none of them
+/// is on disk.
+pub fn library_roots(root: &Path, lock: Option<(&Path, &Lock)>) -> Vec<PathBuf> {
     let Some(manifest) = read_toml(&root.join("Cargo.toml")) else {
         return Vec::new();
     };
@@ -44,22 +46,21 @@ pub fn library_roots(root: &Path) -> Vec<PathBuf> {
             }
         }
     }
-    if let Some((lock_dir, lock)) = find_lock(root) {
-        let packages = lock_packages(&lock);
-        if let Some(me) = packages.get(name) {
-            for dep in &me.deps {
-                let Some(p) = packages.get(dep.as_str()) else {
-                    continue;
-                };
-                if KUBE_CRATES.contains(&dep.as_str())
-                    || !p.registry
-                    || !p.deps.iter().any(|d| KUBE_CRATES.contains(&d.as_str()))
-                {
-                    continue;
-                }
-                if let Some(dir) = locate(&lock_dir, dep, &p.version) {
-                    out.insert(dir);
-                }
+    if let Some((lock_dir, lock)) = lock
+        && let Some(me) = lock.packages.get(name)
+    {
+        for dep in &me.deps {
+            let Some(p) = lock.packages.get(dep.as_str()) else {
+                continue;
+            };
+            if KUBE_CRATES.contains(&dep.as_str())
+                || !p.registry
+                || !p.deps.iter().any(|d| KUBE_CRATES.contains(&d.as_str()))
+            {
+                continue;
+            }
+            if let Some(dir) = locate(lock_dir, dep, &p.version) {
+                out.insert(dir);
             }
         }
     }
@@ -133,13 +134,7 @@ fn dependency_tables(manifest: &toml::Table) -> Vec<(String, toml::Table)> {
         .collect()
 }
 
-/// The Cargo.lock of the crate, or of the workspace it belongs to (the nearest ancestor that has one), with
-/// its directory.
-pub(super) fn find_lock(root: &Path) -> Option<(PathBuf, toml::Table)> {
-    lock_dirs(root).find_map(|d| Some((d.to_path_buf(), read_toml(&d.join("Cargo.lock"))?)))
-}
-
-/// The path of the first Cargo.lock file where [`find_lock`] looks (whether or not it parses).
+/// The crate's Cargo.lock, or its workspace's: the first in [`lock_dirs`] (whether or not it parses).
 pub(super) fn lock_path(root: &Path) -> Option<PathBuf> {
     lock_dirs(root)
         .map(|d| d.join("Cargo.lock"))
@@ -148,7 +143,7 @@ pub(super) fn lock_path(root: &Path) -> Option<PathBuf> {
 
 /// Where a crate's lock can be: its directory and its ancestors, up to and including the first other crate
 /// (a crate outside any workspace has its own lock or none).
-fn lock_dirs(root: &Path) -> impl Iterator<Item = &Path> {
+pub(super) fn lock_dirs(root: &Path) -> impl Iterator<Item = &Path> {
     root.ancestors()
         .enumerate()
         .scan(false, |past_crate, (i, d)| {
@@ -160,46 +155,79 @@ fn lock_dirs(root: &Path) -> impl Iterator<Item = &Path> {
         })
 }
 
+/// Package name → the names of its dependencies, every locked version of it together.
+pub type Graph = HashMap<String, BTreeSet<String>>;
+
+/// A Cargo.lock as scan reads it: who depends on whom, and where each package comes from.
+#[derive(Debug, Default)]
+pub struct Lock {
+    pub graph: Graph,
+    /// Package name → the first locked version of it (a crate's direct dependency is, as a rule, the only one of
+    /// its name).
+    packages: HashMap<String, LockPackage>,
+}
+
+#[derive(Debug)]
 struct LockPackage {
     version: String,
     registry: bool,
     deps: Vec<String>,
 }
 
-/// Packages of a lock by name (the first of several versions; a crate's direct dependency is, as a rule, the
-/// only one of its name).
-fn lock_packages(lock: &toml::Table) -> HashMap<String, LockPackage> {
-    let mut out = HashMap::new();
-    let Some(pkgs) = lock.get("package").and_then(|p| p.as_array()) else {
-        return out;
-    };
-    for p in pkgs {
-        let (Some(name), Some(version)) = (
-            p.get("name").and_then(|v| v.as_str()),
-            p.get("version").and_then(|v| v.as_str()),
-        ) else {
+/// The file's shape: deserialised straight into these (Cargo.lock files run to tens of thousands of lines, and a
+/// generic TOML table of one costs several times more to build).
+#[derive(serde::Deserialize)]
+struct LockFile {
+    #[serde(default)]
+    package: Vec<LockEntry>,
+}
+
+#[derive(serde::Deserialize)]
+struct LockEntry {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    version: String,
+    #[serde(default)]
+    source: Option<String>,
+    /// "name", or "name version" when several versions are locked: the name is what matters here.
+    #[serde(default)]
+    dependencies: Vec<String>,
+}
+
+/// Reads a Cargo.lock: a regular file within the cap (a FIFO named Cargo.lock must not block the scan). `None`
+/// when it cannot be read or is not a lock file.
+pub(super) fn read_lock(path: &Path) -> Option<Lock> {
+    let text = crate::regular_file::read_to_string(path, MANIFEST_MAX_BYTES).ok()?;
+    let file: LockFile = toml::from_str(&text).ok()?;
+    let mut lock = Lock::default();
+    for p in file.package {
+        if p.name.is_empty() {
             continue;
-        };
-        let registry = p
-            .get("source")
-            .and_then(|s| s.as_str())
-            .is_some_and(|s| s.starts_with("registry+") || s.starts_with("sparse+"));
-        // "name version" when several versions are locked: the name is what matters here.
-        let deps = p
-            .get("dependencies")
-            .and_then(|d| d.as_array())
-            .into_iter()
-            .flatten()
-            .filter_map(|d| d.as_str())
+        }
+        let deps: Vec<String> = p
+            .dependencies
+            .iter()
             .map(|d| d.split(' ').next().unwrap_or(d).to_string())
             .collect();
-        out.entry(name.to_string()).or_insert(LockPackage {
-            version: version.to_string(),
+        lock.graph
+            .entry(p.name.clone())
+            .or_default()
+            .extend(deps.iter().cloned());
+        if p.version.is_empty() {
+            continue;
+        }
+        let registry = p
+            .source
+            .as_deref()
+            .is_some_and(|s| s.starts_with("registry+") || s.starts_with("sparse+"));
+        lock.packages.entry(p.name).or_insert(LockPackage {
+            version: p.version,
             registry,
             deps,
         });
     }
-    out
+    Some(lock)
 }
 
 /// Where a registry dependency's source is: `vendor/` beside the lock, else Cargo's registry cache.
@@ -284,7 +312,8 @@ source = "registry+https://github.com/rust-lang/crates.io-index"
         write(&app.join("vendor/helpers-0.2.3/src/lib.rs"), "");
         write(&app.join("vendor/serde-1.0.0/src/lib.rs"), "");
         write(&app.join("vendor/kube-1.0.0/src/lib.rs"), "");
-        let roots = library_roots(&app);
+        let lock = read_lock(&app.join("Cargo.lock")).unwrap();
+        let roots = library_roots(&app, Some((&app, &lock)));
         assert_eq!(
             roots,
             vec![app.join("../shared"), app.join("vendor/helpers-0.2.3"),]
@@ -340,6 +369,6 @@ source = "registry+https://github.com/rust-lang/crates.io-index"
             &d.path().join("Cargo.toml"),
             "[package]\nname = \"app\"\nversion = \"0.1.0\"\n\n[dependencies]\nkube = \"1\"\n",
         );
-        assert!(library_roots(d.path()).is_empty());
+        assert!(library_roots(d.path(), None).is_empty());
     }
 }

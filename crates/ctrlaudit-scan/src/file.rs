@@ -101,12 +101,25 @@ pub(super) fn analyze_text(
     text: &str,
     aliases: &BTreeMap<String, String>,
     deadline: Option<Instant>,
+    needles: Option<&AhoCorasick>,
 ) -> Analyzed {
     let suppressions = suppress::parse(text);
     let mut ca001s = Vec::new();
     // Items syn rejected: reported only when the rest of the file could be analysed.
     let mut rejected = Vec::new();
     let measured = depth::measure(text);
+    // The prefilter again, on the code alone: a file that names a needle only in its docs or its tests (a
+    // dependency's generated types, documented at length) has no fact to give.
+    if let Some(needles) = needles
+        && measured.too_deep.is_empty()
+        && !code_matches(text, &measured, needles)
+    {
+        return Analyzed {
+            model: None,
+            ca001: Vec::new(),
+            suppressions,
+        };
+    }
     let mut set_aside: Vec<std::ops::Range<usize>> = Vec::new();
     for t in &measured.too_deep {
         ca001s.push(ca001(
@@ -212,6 +225,26 @@ pub(super) fn analyze_text(
     }
 }
 
+/// Does the text outside the file's test modules and doc comments hold one of the needles? A needle split by a
+/// doc comment or a test module is no name in code.
+fn code_matches(text: &str, measured: &depth::Measured, needles: &AhoCorasick) -> bool {
+    let mut skipped: Vec<&std::ops::Range<usize>> = measured
+        .test_modules
+        .iter()
+        .chain(&measured.doc_comments)
+        .collect();
+    skipped.sort_unstable_by_key(|r| r.start);
+    let bytes = text.as_bytes();
+    let mut from = 0usize;
+    for r in skipped {
+        if r.start > from && needles.is_match(&bytes[from..r.start.min(bytes.len())]) {
+            return true;
+        }
+        from = from.max(r.end);
+    }
+    from < bytes.len() && needles.is_match(&bytes[from..])
+}
+
 /// Reads, checks, parses and models one file. Never panics on bad input. `read` sees the bytes of a file that
 /// could be read (the scan counts lines there, so that no file is read twice for its statistics).
 pub(super) fn process_file(
@@ -272,6 +305,7 @@ pub(super) fn process_file(
         &text,
         &config.aliases,
         deadline(config),
+        Some(needles),
     )))
 }
 

@@ -159,6 +159,11 @@ const NEEDLES: &[&str] = &[
     "now_utc",
     "new_v4",
     "now_v7",
+    // Durations and numbers a requeue names may be consts of a settings file, or helpers returning a
+    // `Duration`, in a file that names nothing else here (`const RECHECK_SECS: u64 = 5;`).
+    "Duration",
+    "const ",
+    "static ",
 ];
 /// A crate none of whose files use kube has no kube-rs controller in it (k8s-openapi alone is
 /// types, not a client).
@@ -201,7 +206,7 @@ fn crd_context(root: &Path, scanned: &[PathBuf], config: &Config) -> Vec<sema::F
         }
         // The CRD types only; what this file gets wrong is reported where it is scanned, not here.
         let name = display(path);
-        let analyzed = analyze_text(&name, &text, &BTreeMap::new(), file::deadline(config));
+        let analyzed = analyze_text(&name, &text, &BTreeMap::new(), file::deadline(config), None);
         if let Some(m) = analyzed.model {
             out.push(sema::FileModel {
                 path: name,
@@ -323,7 +328,8 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
             .par_iter()
             .map(|(root, _, _, _)| {
                 if opts.deps {
-                    deps::library_roots(root)
+                    let lock = selector.lock_of(root);
+                    deps::library_roots(root, lock.as_ref().map(|(d, l)| (d.as_path(), &**l)))
                 } else {
                     Vec::new()
                 }
@@ -528,7 +534,7 @@ fn judge_sources(files: &[(&str, &str)], config: &Config) -> Vec<Finding> {
     let mut parsed = Vec::new();
     let mut models = Vec::new();
     for (name, text) in files {
-        let a = analyze_text(name, text, &config.aliases, file::deadline(config));
+        let a = analyze_text(name, text, &config.aliases, file::deadline(config), None);
         unparsed.extend(a.ca001);
         if let Some(m) = a.model {
             parsed.push((*name, a.suppressions));

@@ -5,8 +5,8 @@
 //! and, where a registry dependency could still re-export kube, the source decides. A crate that is not
 //! analysed is never dropped in silence: its reason is counted in a note.
 
-use super::deps::{KUBE_CRATES, lock_path, read_toml, registry_sources};
-use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use super::deps::{Graph, KUBE_CRATES, Lock, lock_path, read_lock, read_toml, registry_sources};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -71,8 +71,8 @@ pub struct Selector {
     reach: Mutex<HashMap<PathBuf, Reach>>,
     /// A directory's entries (siblings of a vendored crate, Cargo's registry sources), by directory.
     listings: Mutex<HashMap<PathBuf, std::sync::Arc<Vec<PathBuf>>>>,
-    /// Lock file path → its dependency graph.
-    locks: Mutex<HashMap<PathBuf, Option<std::sync::Arc<Graph>>>>,
+    /// Lock file path → what it says (read once per scan: selection and the dependencies' sources both ask).
+    locks: Mutex<HashMap<PathBuf, Option<std::sync::Arc<Lock>>>>,
     /// Crate directory → what its manifest says (a crate is read as a unit and again as a dependency).
     crates: Mutex<HashMap<PathBuf, Option<std::sync::Arc<CrateInfo>>>>,
     /// Cargo's registry source directories, listed once per scan.
@@ -87,9 +87,6 @@ struct CrateInfo {
     tables: bool,
     deps: Vec<Dep>,
 }
-
-/// Package name → the names of its dependencies, every locked version of it together.
-type Graph = HashMap<String, BTreeSet<String>>;
 
 impl Selector {
     /// Decides one unit; see [`Selection`].
@@ -296,7 +293,8 @@ impl Selector {
     /// The answer of the crate's (or its workspace's) Cargo.lock, when it lists the crate: the first direct
     /// dependency through which a kube-rs crate is reached, or none at all. `None` when there is no such lock.
     fn through_lock(&self, root: &Path, name: &str, deps: &[Dep]) -> Option<Selection> {
-        let graph = self.lock_graph(root)?;
+        let (_, lock) = self.lock_of(root)?;
+        let graph = &lock.graph;
         let mine = graph.get(name)?;
         // The lock lists dependencies by package name; report them by the name the crate uses.
         let key_of: HashMap<&str, &str> = deps
@@ -304,7 +302,7 @@ impl Selector {
             .map(|d| (d.package.as_str(), d.key.as_str()))
             .collect();
         for direct in mine {
-            if reaches_kube(&graph, direct) {
+            if reaches_kube(graph, direct) {
                 let key = key_of.get(direct.as_str()).copied().unwrap_or(direct);
                 return Some(Selection::Through(key.to_string()));
             }
@@ -312,14 +310,16 @@ impl Selector {
         Some(Selection::Skip(Skip::NoKube))
     }
 
-    fn lock_graph(&self, root: &Path) -> Option<std::sync::Arc<Graph>> {
+    /// The crate's (or its workspace's) Cargo.lock and its directory, read once per scan.
+    pub fn lock_of(&self, root: &Path) -> Option<(PathBuf, std::sync::Arc<Lock>)> {
         let path = lock_path(root)?;
-        if let Some(g) = lock(&self.locks).get(&path) {
-            return g.clone();
+        let dir = path.parent()?.to_path_buf();
+        if let Some(l) = lock(&self.locks).get(&path) {
+            return Some((dir, l.clone()?));
         }
-        let g = read_toml(&path).map(|t| std::sync::Arc::new(lock_graph(&t)));
-        lock(&self.locks).insert(path, g.clone());
-        g
+        let l = read_lock(&path).map(std::sync::Arc::new);
+        lock(&self.locks).insert(path, l.clone());
+        Some((dir, l?))
     }
 }
 
@@ -460,32 +460,6 @@ fn workspace_root(root: &Path) -> Option<(PathBuf, toml::Table)> {
         dir = d.parent();
     }
     None
-}
-
-/// The dependency graph a lock file records.
-fn lock_graph(lock: &toml::Table) -> Graph {
-    let mut out: HashMap<String, BTreeSet<String>> = HashMap::new();
-    let packages = lock
-        .get("package")
-        .and_then(|p| p.as_array())
-        .into_iter()
-        .flatten();
-    for p in packages {
-        let Some(name) = p.get("name").and_then(|v| v.as_str()) else {
-            continue;
-        };
-        // "name" or "name version" or "name version (source)".
-        let deps = p
-            .get("dependencies")
-            .and_then(|d| d.as_array())
-            .into_iter()
-            .flatten()
-            .filter_map(|d| d.as_str())
-            .filter_map(|d| d.split(' ').next())
-            .map(str::to_string);
-        out.entry(name.to_string()).or_default().extend(deps);
-    }
-    out
 }
 
 /// Is a kube-rs crate `start` or one of its dependencies, however deep?
