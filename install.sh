@@ -24,6 +24,10 @@ cp target/release/kubectl-ctrlaudit "$bindir/.kubectl-ctrlaudit.tmp"
 chmod 755 "$bindir/.kubectl-ctrlaudit.tmp"
 mv -f "$bindir/.kubectl-ctrlaudit.tmp" "$bindir/kubectl-ctrlaudit"
 echo "install.sh: installed $bindir/kubectl-ctrlaudit ($("$bindir/kubectl-ctrlaudit" --version))"
+# kubectl (1.26 and later) completes a plugin's arguments by running kubectl_complete-<plugin> from PATH; the
+# binary answers under that name.
+ln -sf kubectl-ctrlaudit "$bindir/kubectl_complete-ctrlaudit"
+echo "install.sh: linked $bindir/kubectl_complete-ctrlaudit (completion of 'kubectl ctrlaudit <TAB>')"
 
 case ":$PATH:" in
 *":$bindir:"*)

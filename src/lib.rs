@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod cli;
+pub mod complete;
 pub mod connect;
 pub mod demo;
 pub mod endpoint;

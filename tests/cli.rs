@@ -685,3 +685,108 @@ fn completions_man_pages_and_did_you_mean() {
     let o = run(&["rules", "zzzz"]);
     assert!(!String::from_utf8_lossy(&o.stderr).contains("did you mean"));
 }
+
+#[test]
+fn help_fits_the_terminal_width_it_is_given() {
+    // clap wraps at $COLUMNS (wrap_help): no line of any command's help may run past it, at the width of a split
+    // terminal and at 112.
+    let commands: &[&[&str]] = &[
+        &[],
+        &["scan"],
+        &["live"],
+        &["bench"],
+        &["demo"],
+        &["rules"],
+        &["completions"],
+        &["man"],
+    ];
+    for width in [80usize, 112] {
+        for c in commands {
+            let o = bin()
+                .args(*c)
+                .arg("--help")
+                .env("COLUMNS", width.to_string())
+                .output()
+                .unwrap();
+            assert_eq!(o.status.code(), Some(0), "{c:?}");
+            for line in stdout(&o).lines() {
+                assert!(
+                    line.chars().count() <= width,
+                    "{c:?} --help at {width} columns: {line:?}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn full_output_columns_are_the_one_based_columns_of_json() {
+    let dir = "fixtures/scan/CA203-polling-requeue/bad_requeue_secs_in_bare_consts_file";
+    let full = stdout(&run(&["scan", dir, "-o", "full", "--fail-on", "never"]));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&run(&[
+        "scan",
+        dir,
+        "-o",
+        "json",
+        "--fail-on",
+        "never",
+    ])))
+    .unwrap();
+    let f = &json["findings"][0];
+    let (line, column) = (&f["subject"]["line"], &f["subject"]["column"]);
+    assert!(
+        full.contains(&format!("controller.rs:{line}:{column}\n")),
+        "{full}\n{f}"
+    );
+    // 1-based: the caret line starts under the column's character.
+    let source = std::fs::read_to_string(format!("{dir}/src/controller.rs")).unwrap();
+    let text = source
+        .lines()
+        .nth(line.as_u64().unwrap() as usize - 1)
+        .unwrap();
+    let col = column.as_u64().unwrap() as usize;
+    assert!(text[col - 1..].starts_with("Action::requeue"), "{text}");
+}
+
+#[test]
+fn kubectl_plugin_completion_runs_through_the_completer_link() {
+    // install.sh links kubectl_complete-ctrlaudit to the binary; kubectl ≥ 1.26 runs it with the words after
+    // `ctrlaudit` and reads cobra's format (candidates, then `:directive`).
+    let dir = tempfile::tempdir().unwrap();
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_kubectl-ctrlaudit"));
+    std::fs::copy(bin, dir.path().join("kubectl-ctrlaudit")).unwrap();
+    std::os::unix::fs::symlink(
+        "kubectl-ctrlaudit",
+        dir.path().join("kubectl_complete-ctrlaudit"),
+    )
+    .unwrap();
+    let o = Command::new(dir.path().join("kubectl_complete-ctrlaudit"))
+        .args(["scan", "--fail"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(
+        stdout(&o),
+        "--fail-on\tExit 1 when a finding is at or above this severity\n:4\n"
+    );
+    // Through kubectl itself when it is installed (testenv's machine has it; the answer is the same).
+    let path = format!(
+        "{}:{}",
+        dir.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    match Command::new("kubectl")
+        .args(["__complete", "ctrlaudit", "scan", "-o", "sa"])
+        .env("PATH", &path)
+        .output()
+    {
+        Ok(o) => assert_eq!(
+            stdout(&o).lines().next(),
+            Some("sarif\tSARIF 2.1.0 for GitHub code scanning and other SARIF viewers"),
+            "{}{}",
+            stdout(&o),
+            String::from_utf8_lossy(&o.stderr)
+        ),
+        Err(e) => eprintln!("kubectl not on PATH ({e}): the completer was checked directly only"),
+    }
+}
