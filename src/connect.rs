@@ -47,7 +47,7 @@ impl Default for ClusterArgs {
 
 impl ClusterArgs {
     /// The client configuration these flags select (see [`config`]).
-    pub async fn config(&self) -> Result<kube::Config> {
+    pub async fn config(&self) -> Result<kube::Config, ConfigError> {
         config(self.kubeconfig.as_deref(), self.context.as_deref()).await
     }
 
@@ -86,28 +86,108 @@ impl ClusterArgs {
     }
 }
 
-/// Loads the client configuration. With neither a file nor a context, it infers one the way kubectl does;
-/// a context without a file is looked up in the default kubeconfig.
-pub async fn config(kubeconfig: Option<&Path>, context: Option<&str>) -> Result<kube::Config> {
+/// Why no client configuration could be loaded: input errors (exit 2), each said once in words a user acts on
+/// (kube's own errors repeat their cause at every level of the chain).
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("kubeconfig {}: no such file", .0.display())]
+    Missing(PathBuf),
+    #[error("kubeconfig {path}: {reason}")]
+    Unreadable { path: String, reason: String },
+    #[error("context {context:?} is not in the kubeconfig{}", known_contexts(.known))]
+    UnknownContext { context: String, known: Vec<String> },
+    #[error(
+        "no kubeconfig: none at KUBECONFIG or ~/.kube/config, and not running in a cluster (pass --kubeconfig, \
+         or --offline to read only --audit-log)"
+    )]
+    NotFound,
+    #[error("kubeconfig: {0}")]
+    Invalid(String),
+}
+
+fn known_contexts(known: &[String]) -> String {
+    if known.is_empty() {
+        " (it has none)".into()
+    } else {
+        format!(" (it has {})", known.join(", "))
+    }
+}
+
+/// Loads the client configuration the way kubectl does: `--kubeconfig`, else `KUBECONFIG` (merged) or
+/// `~/.kube/config`, else the pod's service account in a cluster; `--context` must name a context of it.
+pub async fn config(
+    kubeconfig: Option<&Path>,
+    context: Option<&str>,
+) -> Result<kube::Config, ConfigError> {
+    let file = match kubeconfig {
+        Some(p) => {
+            if !p.exists() {
+                return Err(ConfigError::Missing(p.to_path_buf()));
+            }
+            Some(
+                Kubeconfig::read_from(p).map_err(|e| ConfigError::Unreadable {
+                    path: p.display().to_string(),
+                    reason: top_level(&e),
+                })?,
+            )
+        }
+        None => match Kubeconfig::read() {
+            Ok(kc) => Some(kc),
+            // No kubeconfig at all: in a pod, the service account (only when no context was asked for).
+            Err(_)
+                if context.is_none() && std::env::var_os("KUBERNETES_SERVICE_HOST").is_some() =>
+            {
+                None
+            }
+            Err(kube::config::KubeconfigError::ReadConfig(e, path))
+                if e.kind() == std::io::ErrorKind::NotFound =>
+            {
+                return Err(if std::env::var_os("KUBECONFIG").is_some() {
+                    ConfigError::Missing(path)
+                } else {
+                    ConfigError::NotFound
+                });
+            }
+            Err(kube::config::KubeconfigError::FindPath) => return Err(ConfigError::NotFound),
+            Err(e) => {
+                return Err(ConfigError::Unreadable {
+                    path: std::env::var("KUBECONFIG").unwrap_or_else(|_| "~/.kube/config".into()),
+                    reason: top_level(&e),
+                });
+            }
+        },
+    };
+    let Some(file) = file else {
+        return kube::Config::incluster().map_err(|e| ConfigError::Invalid(top_level(&e)));
+    };
+    if let Some(c) = context
+        && !file.contexts.iter().any(|n| n.name == c)
+    {
+        return Err(ConfigError::UnknownContext {
+            context: c.to_string(),
+            known: file.contexts.iter().map(|n| n.name.clone()).collect(),
+        });
+    }
     let options = KubeConfigOptions {
         context: context.map(str::to_string),
         ..KubeConfigOptions::default()
     };
-    match kubeconfig {
-        Some(p) => {
-            let kc = Kubeconfig::read_from(p)
-                .with_context(|| format!("reading kubeconfig {}", p.display()))?;
-            kube::Config::from_custom_kubeconfig(kc, &options)
-                .await
-                .with_context(|| format!("loading kubeconfig {}", p.display()))
-        }
-        None if context.is_some() => kube::Config::from_kubeconfig(&options)
-            .await
-            .context("loading the kubeconfig"),
-        None => kube::Config::infer().await.context(
-            "no kubeconfig found (set KUBECONFIG or pass --kubeconfig) and not in a cluster",
-        ),
-    }
+    let mut config = kube::Config::from_custom_kubeconfig(file, &options)
+        .await
+        .map_err(|e| ConfigError::Invalid(top_level(&e)))?;
+    config.apply_debug_overrides();
+    Ok(config)
+}
+
+/// An error's own message, on one line: kube's messages already include their sources (printing the chain
+/// says the cause again), and its YAML errors add a source excerpt and a second "error:" after the line and
+/// column the first line names.
+fn top_level(e: &dyn std::error::Error) -> String {
+    let s = e.to_string();
+    s.lines()
+        .next()
+        .unwrap_or_default()
+        .replace(": error: ", ": ")
 }
 
 #[cfg(test)]
@@ -115,23 +195,41 @@ mod tests {
     use super::*;
 
     #[tokio::test]
-    async fn a_missing_or_broken_file_names_the_file() {
+    async fn each_input_error_is_said_once() {
         let dir = tempfile::tempdir().expect("a temp dir");
         let missing = dir.path().join("nope");
-        let e = format!(
-            "{:#}",
-            config(Some(&missing), None).await.expect_err("missing")
-        );
-        assert!(
-            e.contains("reading kubeconfig") && e.contains("nope"),
-            "{e}"
+        let e = config(Some(&missing), None).await.expect_err("missing");
+        assert_eq!(
+            e.to_string(),
+            format!("kubeconfig {}: no such file", missing.display())
         );
         let broken = dir.path().join("broken");
         std::fs::write(&broken, "apiVersion: v1\nclusters: [").expect("write");
-        let e = format!(
-            "{:#}",
-            config(Some(&broken), None).await.expect_err("broken")
+        let e = config(Some(&broken), None).await.expect_err("broken");
+        assert!(matches!(e, ConfigError::Unreadable { .. }), "{e}");
+        let said = e.to_string();
+        assert!(
+            said.starts_with(&format!("kubeconfig {}: ", broken.display())),
+            "{said}"
         );
-        assert!(e.contains("broken"), "{e}");
+        let good = dir.path().join("good");
+        std::fs::write(
+            &good,
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: 'https://127.0.0.1:1'}\n\
+             users:\n- name: u\n  user: {token: t}\ncontexts:\n- name: here\n  context: {cluster: c, user: u}\n\
+             current-context: here\n",
+        )
+        .expect("write");
+        let e = config(Some(&good), Some("nope"))
+            .await
+            .expect_err("unknown context");
+        assert_eq!(
+            e.to_string(),
+            "context \"nope\" is not in the kubeconfig (it has here)"
+        );
+        let c = config(Some(&good), Some("here"))
+            .await
+            .expect("known context");
+        assert_eq!(c.cluster_url.to_string(), "https://127.0.0.1:1/");
     }
 }

@@ -72,8 +72,12 @@ fn list_shows_variants_pairs_and_experiments() {
 }
 
 #[test]
-fn no_cluster_is_exit_3() {
+fn a_missing_kubeconfig_is_an_input_error_said_once() {
     let (code, _, stderr) = bench(&["--rule", "CA201", "--objects", "5", "--duration", "5s"]);
-    assert_eq!(code, Some(3), "{stderr}");
-    assert!(stderr.contains("error:"), "{stderr}");
+    assert_eq!(code, Some(2), "{stderr}");
+    assert_eq!(
+        stderr.trim(),
+        "error: kubeconfig /nonexistent/kubeconfig: no such file",
+        "{stderr}"
+    );
 }

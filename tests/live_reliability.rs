@@ -302,3 +302,61 @@ fn a_scrape_interval_under_a_second_is_a_usage_error() {
         assert!(all.contains("shorter than 1s"), "{i}: {all}");
     }
 }
+
+/// A kubeconfig that is missing or broken, a context it lacks, no kubeconfig at all, or an audit log that is
+/// not there: the user's input, so exit 2 at once with one line saying what, not a window watched for nothing.
+#[test]
+fn kubeconfig_context_and_audit_log_mistakes_are_input_errors_said_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = kubeconfig(dir.path(), "https://127.0.0.1:1");
+    let broken = dir.path().join("broken");
+    std::fs::write(&broken, "apiVersion: v1\nclusters: [\n").unwrap();
+    let missing = dir.path().join("missing");
+    let home = tempfile::tempdir().unwrap();
+    let cases: Vec<(Vec<std::ffi::OsString>, String)> = vec![
+        (
+            vec!["--kubeconfig".into(), missing.clone().into()],
+            format!("error: kubeconfig {}: no such file", missing.display()),
+        ),
+        (
+            vec!["--kubeconfig".into(), broken.clone().into()],
+            format!("error: kubeconfig {}: ", broken.display()),
+        ),
+        (
+            vec![
+                "--kubeconfig".into(),
+                good.clone().into(),
+                "--context".into(),
+                "prod".into(),
+            ],
+            "error: context \"prod\" is not in the kubeconfig (it has c)".into(),
+        ),
+        (
+            vec![
+                "--audit-log".into(),
+                missing.clone().into(),
+                "--offline".into(),
+            ],
+            format!("error: audit log {}: no such file", missing.display()),
+        ),
+        (vec![], "error: no kubeconfig: ".into()),
+    ];
+    for (args, said) in cases {
+        let mut cmd = bin();
+        cmd.arg("live")
+            .args(["--duration", "30s", "--no-progress"])
+            .args(&args)
+            .env("HOME", home.path())
+            .env_remove("KUBERNETES_SERVICE_HOST");
+        let (out, _) = run_within(cmd, Duration::from_secs(20));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+        assert!(stderr.starts_with(&said), "{args:?}: {stderr}");
+        assert_eq!(
+            stderr.matches("error").count(),
+            1,
+            "{args:?}: the cause once: {stderr}"
+        );
+        assert!(out.stdout.is_empty(), "{args:?}: no report: {}", text(&out));
+    }
+}

@@ -902,7 +902,10 @@ async fn speed(
 
 /// A run's error as a failure: a usage error exits 2, anything about the cluster 3.
 pub fn failure(e: anyhow::Error) -> Failure {
-    if e.downcast_ref::<super::args::UsageError>().is_some() {
+    // A missing or broken kubeconfig, or a context it lacks, is the user's input, as in live.
+    if e.downcast_ref::<super::args::UsageError>().is_some()
+        || e.downcast_ref::<crate::connect::ConfigError>().is_some()
+    {
         Failure::usage(e)
     } else {
         Failure::no_evidence(e)

@@ -287,8 +287,14 @@ pub fn run(g: &ClusterArgs, out: &OutputArgs, all_namespaces: bool, a: &LiveArgs
         record::check_writable(dir).map_err(Failure::usage)?;
     }
     if let Some(log) = &a.audit_log
-        && log.exists()
+        && a.replay.is_none()
     {
+        if !log.exists() {
+            return Err(Failure::usage(anyhow!(
+                "audit log {}: no such file",
+                log.display()
+            )));
+        }
         collect::audit_file::check_regular(log).map_err(Failure::usage)?;
     }
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -305,13 +311,20 @@ pub fn run(g: &ClusterArgs, out: &OutputArgs, all_namespaces: bool, a: &LiveArgs
         } else {
             match g.client(USER_AGENT).await {
                 Ok(c) => Some(c),
+                // A kubeconfig that is missing or broken, or a context it lacks, is the user's input: exit 2,
+                // said once, before any wait.
+                Err(e) if e.downcast_ref::<crate::connect::ConfigError>().is_some() => {
+                    return Err(Failure::usage(e));
+                }
                 Err(e) => {
                     eprintln!("warning: {e:#}");
                     None
                 }
             }
         };
-        observe(client, g, all_namespaces, a, &cfg, &policy).await
+        observe(client, g, all_namespaces, a, &cfg, &policy)
+            .await
+            .map_err(Failure::from)
     });
     // A blocking task stuck on a read must not keep the process from exiting once the window is over.
     rt.shutdown_timeout(Duration::from_secs(1));
