@@ -27,6 +27,17 @@ pub struct ClusterArgs {
     /// Path to the kubeconfig file.
     #[arg(long, global = true)]
     pub kubeconfig: Option<PathBuf>,
+    /// Act as this user (impersonation, as kubectl's --as: the API server checks that you may).
+    #[arg(long = "as", global = true, value_name = "USER")]
+    pub as_user: Option<String>,
+    /// Act as this group (repeatable), with --as.
+    #[arg(
+        long = "as-group",
+        global = true,
+        value_name = "GROUP",
+        requires = "as_user"
+    )]
+    pub as_groups: Vec<String>,
     /// How long to wait for the answer to one request (connect, TLS handshake, and for a list, get or discovery
     /// the whole answer); 0 = no limit per request. Watches are long-lived and end with the window instead.
     #[arg(long = "request-timeout", global = true, value_name = "DURATION", default_value = "30s",
@@ -40,6 +51,8 @@ impl Default for ClusterArgs {
             namespace: None,
             context: None,
             kubeconfig: None,
+            as_user: None,
+            as_groups: Vec::new(),
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
         }
     }
@@ -48,7 +61,9 @@ impl Default for ClusterArgs {
 impl ClusterArgs {
     /// The client configuration these flags select (see [`config`]).
     pub async fn config(&self) -> Result<kube::Config, ConfigError> {
-        config(self.kubeconfig.as_deref(), self.context.as_deref()).await
+        let mut config = config(self.kubeconfig.as_deref(), self.context.as_deref()).await?;
+        impersonate(&mut config, self.as_user.as_deref(), &self.as_groups)?;
+        Ok(config)
     }
 
     /// A client that announces itself with `user_agent`, and the context's default namespace.
@@ -177,6 +192,40 @@ pub async fn config(
         .map_err(|e| ConfigError::Invalid(top_level(&e)))?;
     config.apply_debug_overrides();
     Ok(config)
+}
+
+/// Impersonation, as kubectl does it: `--as`/`--as-group`, else the kubeconfig user's `as:`/`as-groups:`, sent
+/// as `Impersonate-User` and `Impersonate-Group` headers on every request (kube's client reads those kubeconfig
+/// fields but does not send them).
+fn impersonate(
+    config: &mut kube::Config,
+    user: Option<&str>,
+    groups: &[String],
+) -> Result<(), ConfigError> {
+    let (user, groups) = match user {
+        Some(u) => (Some(u.to_string()), groups.to_vec()),
+        None => (
+            config.auth_info.impersonate.clone(),
+            config
+                .auth_info
+                .impersonate_groups
+                .clone()
+                .unwrap_or_default(),
+        ),
+    };
+    let Some(user) = user else {
+        return Ok(());
+    };
+    let header = |name: &'static str, value: &str| {
+        http::HeaderValue::from_str(value)
+            .map(|v| (http::HeaderName::from_static(name), v))
+            .map_err(|_| ConfigError::Invalid(format!("{value:?} cannot be sent as {name}")))
+    };
+    config.headers.push(header("impersonate-user", &user)?);
+    for g in &groups {
+        config.headers.push(header("impersonate-group", g)?);
+    }
+    Ok(())
 }
 
 /// An error's own message, on one line: kube's messages already include their sources (printing the chain

@@ -604,6 +604,8 @@ async fn live_as_the_readonly_identity_never_writes() {
                 .and_then(live::tracker::parse_time_ms)
                 .is_some_and(|t| t >= started_ms)
         })
+        // The admin acting as this identity (`live_as_impersonates_the_readonly_identity`) is another run.
+        .filter(|e| e["impersonatedUser"].is_null())
         .collect();
     assert!(
         mine.len() >= 3,
@@ -623,6 +625,87 @@ async fn live_as_the_readonly_identity_never_writes() {
         verbs.contains("list") && verbs.contains("watch"),
         "{verbs:?}"
     );
+}
+
+/// `--as` (kubectl's impersonation): the admin acts as the read-only identity. The audit log shows each of the
+/// tool's requests made by the admin as that user, and an identity with no rights gets no objects.
+#[tokio::test]
+#[ignore = "needs testenv: ./test.sh runs it"]
+async fn live_as_impersonates_the_readonly_identity() {
+    let _serial = SERIAL.lock().await;
+    let env = common::testenv_with_audit("live-as").await;
+    create_widgets(&env.client, &env.namespace, 2).await;
+    let started_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+        - 1_000;
+    let live_as = |user: &'static str, groups: &'static [&'static str]| {
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_kubectl-ctrlaudit"));
+        cmd.args([
+            "live",
+            "-n",
+            &env.namespace,
+            "--duration",
+            "2s",
+            "-o",
+            "json",
+        ])
+        .arg("--kubeconfig")
+        .arg(env.dir.join("kubeconfig"))
+        .args(["--as", user]);
+        for g in groups {
+            cmd.args(["--as-group", g]);
+        }
+        cmd
+    };
+    let out = live_as(common::READONLY_USER, &[]).output().await.unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert!(doc["stats"]["objects"] == 2, "{stdout}");
+    let text = std::fs::read_to_string(env.audit_log.clone().unwrap()).unwrap();
+    let mine: Vec<serde_json::Value> = text
+        .lines()
+        .filter(|l| l.contains(live::USER_AGENT))
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .filter(|e: &serde_json::Value| e["stage"] == "ResponseComplete")
+        .filter(|e| {
+            e["requestReceivedTimestamp"]
+                .as_str()
+                .and_then(live::tracker::parse_time_ms)
+                .is_some_and(|t| t >= started_ms)
+        })
+        .collect();
+    // The read-only identity's own runs (`live_as_the_readonly_identity_never_writes`) are another test's.
+    let mine: Vec<&serde_json::Value> = mine
+        .iter()
+        .filter(|e| e["user"]["username"] != common::READONLY_USER)
+        .collect();
+    assert!(
+        mine.len() >= 3,
+        "the tool's requests are not in the audit log"
+    );
+    for e in &mine {
+        assert_eq!(
+            e["impersonatedUser"]["username"],
+            common::READONLY_USER,
+            "{e}"
+        );
+    }
+    // A user with no rights (and a group, sent too) sees nothing: the cluster said no, so no evidence.
+    let out = live_as("nobody-at-all", &["no-such-group"])
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{stdout}");
+    assert!(stdout.contains("forbidden"), "{stdout}");
 }
 
 /// An address where nothing listens (the port was just released).

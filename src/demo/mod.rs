@@ -89,10 +89,13 @@ pub fn run(g: &ClusterArgs, out: &OutputArgs, a: &DemoArgs) -> Outcome {
         Some(ControlPlane::start().map_err(Failure::no_evidence)?)
     };
     let cluster = match &plane {
+        // The embedded plane's own admin: --as and --as-group are for the user's cluster.
         Some(p) => ClusterArgs {
             kubeconfig: Some(p.kubeconfig.clone()),
             context: None,
             namespace: None,
+            as_user: None,
+            as_groups: Vec::new(),
             ..g.clone()
         },
         None => g.clone(),
