@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 /// below it, never one above. Lenses are the exception within their layer: they do not use each other.
 const LAYERS: &[(&str, u8)] = &[
     ("cli", 1),
+    // kubectl's plugin completion: answers from the clap command that cli defines.
+    ("complete", 1),
     // The demo composes two lenses, as cli dispatches to them.
     ("demo", 1),
     ("scan", 2),

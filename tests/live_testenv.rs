@@ -370,6 +370,80 @@ async fn live_names_the_annotation_loop() {
     .await;
 }
 
+/// The annotation loop again, on Widgets that carry `ctrlaudit.io/allow: "CA202: …"`: CA202 is excused (a note
+/// says so, with the reason) and CA201 is still reported; on the same window, `[live]` exclusions of the
+/// variant's field manager and of the namespace leave out what they name and count it in a note.
+#[tokio::test]
+#[ignore = "needs testenv: ./test.sh runs it"]
+async fn live_leaves_out_what_annotations_and_the_configuration_exclude() {
+    let _serial = SERIAL.lock().await;
+    let env = common::testenv("live-exclude").await;
+    let create = async {
+        let api: Api<Widget> = Api::namespaced(env.client.clone(), &env.namespace);
+        for i in 0..OBJECTS {
+            let mut w = Widget::new(
+                &format!("w-{i}"),
+                WidgetSpec {
+                    count: 1,
+                    message: "hello".into(),
+                },
+            );
+            w.metadata.annotations = Some(BTreeMap::from([(
+                live::snapshot::ALLOW_ANNOTATION.to_string(),
+                "CA202: the stamp is this test's own".to_string(),
+            )]));
+            api.create(&PostParams::default(), &w).await.unwrap();
+        }
+    };
+    let (o, manager) = scenario(
+        &env,
+        (Code::BadAnnotationLoop, "bad-annotation-loop", 1),
+        &[],
+        create,
+    )
+    .await;
+    let report = show(&o);
+    let c = codes(&o.findings);
+    assert!(!c.contains("CA202") && c.contains("CA201"), "{report}");
+    assert!(
+        o.snapshot.notes.iter().any(|n| n.message
+            == "CA202 not reported: excused by its ctrlaudit.io/allow annotation (the stamp is this test's own)"),
+        "{report}"
+    );
+    assert!(
+        o.snapshot
+            .objects
+            .iter()
+            .all(|x| x.allow.as_deref() == Some("CA202: the stamp is this test's own")),
+        "{report}"
+    );
+    let names_manager = |f: &Finding| matches!(&f.subject, Subject::Controller { manager: Some(m), .. } if *m == manager);
+    assert!(o.findings.iter().any(names_manager), "{report}");
+    let mut findings = o.findings.clone();
+    let live_cfg = ctrlaudit::config::LiveConfig {
+        exclude_field_managers: vec![format!("{}*", &manager[..manager.len().min(8)])],
+        ..Default::default()
+    };
+    let notes = live::exclude::apply(&o.snapshot, &live_cfg, &mut findings);
+    assert!(!findings.iter().any(names_manager), "{findings:?}");
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.message.contains("exclude_field_managers")),
+        "{notes:?}"
+    );
+    let mut findings = o.findings.clone();
+    let live_cfg = ctrlaudit::config::LiveConfig {
+        exclude_namespaces: vec![env.namespace.clone()],
+        ..Default::default()
+    };
+    live::exclude::apply(&o.snapshot, &live_cfg, &mut findings);
+    assert!(
+        findings.iter().all(|f| f.objects.is_empty()),
+        "every finding about the namespace's objects is left out: {findings:?}"
+    );
+}
+
 /// bad-status-on-main → CA101: no object ever gets a status.
 #[tokio::test]
 #[ignore = "needs testenv: ./test.sh runs it"]

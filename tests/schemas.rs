@@ -157,6 +157,7 @@ fn the_config_schema_agrees_with_the_config_parser() {
         "[aliases]\n\"my::apply_status\" = \"patch_status\"\n",
         "[metrics]\nreconcile_total = \"doc_controller_reconciliations_total\"\nresult_label = \"outcome\"\n",
         "exclude = [\"gen/**\", \"vendor\"]\n[[overrides]]\nfiles = [\"legacy/**\"]\nrules = { CA203 = \"off\", polling-requeue = \"info\" }\n",
+        "[live]\nexclude_namespaces = [\"kube-*\"]\nexclude_field_managers = [\"helm\"]\nexclude_kinds = [\"Secret\"]\n",
     ];
     for text in accepted {
         ctrlaudit::config::Config::parse(text, Path::new("ctrlaudit.toml"))
@@ -174,6 +175,8 @@ fn the_config_schema_agrees_with_the_config_parser() {
         "exclude = \"gen\"\n",
         "[[overrides]]\nrules = { CA203 = \"off\" }\n",
         "[[overrides]]\nfiles = [\"x\"]\nlevel = \"off\"\n",
+        "[live]\nexclude_namespace = [\"kube-system\"]\n",
+        "[live]\nexclude_kinds = \"Secret\"\n",
     ];
     for text in refused {
         assert!(

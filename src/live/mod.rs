@@ -5,6 +5,7 @@ pub mod audit;
 pub mod collect;
 pub mod detectors;
 pub mod events;
+pub mod exclude;
 pub mod metrics;
 pub mod record;
 pub mod serve;
@@ -225,11 +226,15 @@ pub async fn observe(
             s
         }
     };
+    let mut snapshot = snapshot;
     let mut findings = detectors::run_all(&snapshot, cfg);
     policy.apply(&mut findings);
+    let excluded = exclude::apply(&snapshot, &cfg.live, &mut findings);
     if let Some(dir) = &a.record {
         record::write(dir, &snapshot, &findings)?;
     }
+    // After the recording: a replay of it applies the exclusions again and says so itself.
+    snapshot.notes.extend(excluded);
     Ok(Observed { snapshot, findings })
 }
 

@@ -104,7 +104,15 @@ pub struct ResourceType {
     /// Watched because of `--owned`: only its objects with an ownerReference to a type watched for its own sake
     /// are kept.
     pub owned: bool,
+    /// The CRD's `ctrlaudit.io/allow` annotation (see [`ALLOW_ANNOTATION`]), for every object of the kind.
+    /// Omitted when absent, so recordings made before it existed read the same.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allow: Option<String>,
 }
+
+/// The annotation that excuses one object (or, on a CRD, every object of its kind) from rules, with a reason:
+/// `ctrlaudit.io/allow: "CA202: the vendor's API stamps it"`, one `CODES: reason` per line.
+pub const ALLOW_ANNOTATION: &str = "ctrlaudit.io/allow";
 
 impl ResourceType {
     /// `widgets.bench.ctrlaudit.io`.
@@ -156,6 +164,10 @@ pub struct ObjectRecord {
     pub handovers: Vec<FieldHandover>,
     /// The last few writes, newest last (bounded).
     pub history: Vec<WriteEvent>,
+    /// Its `ctrlaudit.io/allow` annotation at the end of the window (see [`ALLOW_ANNOTATION`]). Omitted when
+    /// absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allow: Option<String>,
 }
 
 /// The `Ready` condition's status and since when it has had it.

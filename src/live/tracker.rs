@@ -132,6 +132,8 @@ struct Tracked {
     spec: u64,
     labels: u64,
     annotations: Box<[(Arc<str>, u64)]>,
+    /// The `ctrlaudit.io/allow` annotation's text (interned: objects share one text as a rule).
+    allow: Option<Arc<str>>,
     status: Box<[(Arc<str>, u64)]>,
     managers: Box<[Manager]>,
     activity: Option<Box<Activity>>,
@@ -429,6 +431,7 @@ impl Shared {
                     writes: *n,
                 })
                 .collect(),
+            allow: o.allow.as_deref().map(str::to_string),
             history: activity
                 .into_iter()
                 .flat_map(|a| &a.history)
@@ -620,6 +623,11 @@ fn digest(strings: &mut Interner, obj: &DynamicObject, t_ms: i64, rv: u64, epoch
         spec: obj.data.get("spec").map_or(0, hash_of),
         labels,
         annotations: annotations.into(),
+        allow: meta
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(super::snapshot::ALLOW_ANNOTATION))
+            .map(|v| strings.get(v)),
         status: leaves.into(),
         managers: managers.into(),
         activity: None,

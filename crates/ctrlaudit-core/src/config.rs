@@ -141,9 +141,62 @@ pub struct Config {
     /// (globs, as `exclude`) and `rules`, which win over `[rules]` there; a later override wins over an
     /// earlier one, and the command line's `-D/-W/--allow` over all of them.
     pub overrides: Vec<Override>,
+    /// live: what it does not judge (namespaces, field managers, kinds).
+    pub live: LiveConfig,
     /// Where it was read from, if anywhere.
     #[serde(skip)]
     pub source: Option<PathBuf>,
+}
+
+/// `[live]`: what live leaves out, each a list of globs over whole names (`kube-*`, `helm*`). A finding whose
+/// every object is in an excluded namespace or of an excluded kind, or whose controller is an excluded field
+/// manager (or user, or user agent), is not reported; a note counts them. One object or CRD is excused with
+/// its annotation `ctrlaudit.io/allow: "CA202: reason"` instead.
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct LiveConfig {
+    /// Namespaces whose objects no finding is about (`kube-system`, `team-*`).
+    pub exclude_namespaces: Vec<String>,
+    /// Field managers, users or user agents not judged (a CI deploy tool, `helm`, `kubectl-client-side-apply`).
+    pub exclude_field_managers: Vec<String>,
+    /// Kinds not judged: `Secret`, `Kind.group` (`Certificate.cert-manager.io`) or `plural.group`
+    /// (`certificates.cert-manager.io`).
+    pub exclude_kinds: Vec<String>,
+}
+
+/// Globs over whole names (`[live]`): `*` and `?` match any characters, case-sensitive.
+#[derive(Debug, Clone)]
+pub struct NameGlobs(globset::GlobSet);
+
+impl NameGlobs {
+    /// Compiles `patterns`; the error names the pattern that is not a glob.
+    pub fn new(patterns: &[String]) -> Result<Self, String> {
+        let mut b = globset::GlobSetBuilder::new();
+        for p in patterns {
+            b.add(globset::Glob::new(p).map_err(|e| format!("`{p}` is not a glob: {e}"))?);
+        }
+        b.build().map(Self).map_err(|e| e.to_string())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn matches(&self, name: &str) -> bool {
+        self.0.is_match(name)
+    }
+}
+
+impl LiveConfig {
+    /// The three lists compiled (checked by [`Config::parse`]; a list that does not compile matches nothing).
+    pub fn globs(&self) -> [NameGlobs; 3] {
+        [
+            &self.exclude_namespaces,
+            &self.exclude_field_managers,
+            &self.exclude_kinds,
+        ]
+        .map(|p| NameGlobs::new(p).unwrap_or_else(|_| NameGlobs(globset::GlobSet::empty())))
+    }
 }
 
 /// One `[[overrides]]` table: levels for the files its globs match.
@@ -260,6 +313,16 @@ impl Config {
                 message,
             })?;
         }
+        for (table, globs) in [
+            ("exclude_namespaces", &c.live.exclude_namespaces),
+            ("exclude_field_managers", &c.live.exclude_field_managers),
+            ("exclude_kinds", &c.live.exclude_kinds),
+        ] {
+            NameGlobs::new(globs).map_err(|message| ConfigError::Invalid {
+                path: path.to_path_buf(),
+                message: format!("[live] {table}: {message}"),
+            })?;
+        }
         Ok(c)
     }
 
@@ -353,6 +416,29 @@ mod tests {
         assert_eq!(c.metrics.workqueue_depth, "workqueue_depth");
         assert_eq!(Config::default().metrics, MetricNames::default());
         assert!(Config::parse("[metrics]\nreconciles = \"x\"\n", Path::new("x")).is_err());
+    }
+
+    #[test]
+    fn live_exclusions_are_name_globs_checked_when_read() {
+        let c = Config::parse(
+            "[live]\nexclude_namespaces = [\"kube-*\"]\nexclude_kinds = [\"Secret\"]\n",
+            Path::new("ctrlaudit.toml"),
+        )
+        .expect("valid");
+        let [ns, managers, kinds] = c.live.globs();
+        assert!(ns.matches("kube-system") && !ns.matches("shop"));
+        assert!(managers.is_empty());
+        assert!(kinds.matches("Secret") && !kinds.matches("Secrets"));
+        let e = Config::parse(
+            "[live]\nexclude_field_managers = [\"helm[\"]\n",
+            Path::new("ctrlaudit.toml"),
+        )
+        .expect_err("a bad glob");
+        assert!(
+            e.to_string()
+                .contains("[live] exclude_field_managers: `helm[` is not a glob"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -107,6 +107,12 @@ pub async fn custom_resources(
                             .as_ref()
                             .and_then(|s| s.status.as_ref())
                             .is_some(),
+                        allow: crd
+                            .metadata
+                            .annotations
+                            .as_ref()
+                            .and_then(|a| a.get(crate::live::snapshot::ALLOW_ANNOTATION))
+                            .cloned(),
                         ..ResourceType::default()
                     })
                 })
