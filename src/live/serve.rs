@@ -251,6 +251,64 @@ mod tests {
             })
     }
 
+    /// `deploy/monitoring.yaml`'s alerts name only series `--serve` exports (one that names another would never
+    /// fire, or fire for ever under `absent`), wait with `for`, and say each label in words.
+    #[test]
+    fn the_shipped_alerts_name_what_serve_exports() {
+        let m = ServeMetrics::new();
+        m.record(&report(&[(
+            "CA202",
+            "error",
+            "looper",
+            "Widget.example.com",
+        )]));
+        let exported: Vec<String> =
+            prometheus_parse::Scrape::parse(m.render().lines().map(|l| Ok(l.to_string())))
+                .unwrap()
+                .samples
+                .into_iter()
+                .map(|s| s.metric)
+                .collect();
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/monitoring.yaml");
+        let text = std::fs::read_to_string(path).unwrap();
+        let mut alerts = 0;
+        for doc in yaml_serde::Deserializer::from_str(&text) {
+            let v: yaml_serde::Value = serde::Deserialize::deserialize(doc).unwrap();
+            let groups = v["spec"]["groups"]
+                .as_sequence()
+                .cloned()
+                .unwrap_or_default();
+            for rule in groups
+                .iter()
+                .flat_map(|g| g["rules"].as_sequence().cloned().unwrap_or_default())
+            {
+                let name = rule["alert"].as_str().unwrap().to_string();
+                alerts += 1;
+                assert!(rule["for"].as_str().is_some(), "{name} has no `for`");
+                let expr = rule["expr"].as_str().unwrap();
+                let named: Vec<&str> = expr
+                    .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .filter(|w| w.starts_with("ctrlaudit_"))
+                    .collect();
+                assert!(!named.is_empty(), "{name}: {expr}");
+                for metric in named {
+                    assert!(
+                        exported.iter().any(|e| e == metric),
+                        "{name} names {metric}, which --serve does not export ({exported:?})"
+                    );
+                }
+                for (key, value) in rule["annotations"].as_mapping().unwrap() {
+                    let text = value.as_str().unwrap();
+                    assert!(
+                        !text.contains("}}{{"),
+                        "{name} {key:?} glues two labels: {text}"
+                    );
+                }
+            }
+        }
+        assert_eq!(alerts, 2, "ControllerAntiPattern and CtrlauditNotObserving");
+    }
+
     #[test]
     fn a_window_replaces_the_last_and_every_live_rule_has_a_series() {
         let m = ServeMetrics::new();
