@@ -69,6 +69,17 @@ fn list_shows_variants_pairs_and_experiments() {
     ] {
         assert!(stdout.contains(s), "{s} missing from --list:\n{stdout}");
     }
+    // Every variant says what it is: no two share a description (the watch-list ones once read as `good`).
+    let whats: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with('│') && !l.contains("variant"))
+        .filter_map(|l| l.rsplit('┆').next())
+        .map(|w| w.trim_end_matches('│').trim())
+        .collect();
+    assert!(whats.len() >= 10, "{stdout}");
+    let unique: std::collections::BTreeSet<&str> = whats.iter().copied().collect();
+    assert_eq!(unique.len(), whats.len(), "{stdout}");
+    assert!(stdout.contains("WatchList"), "{stdout}");
 }
 
 #[test]

@@ -36,9 +36,15 @@ const fn v(
     }
 }
 
-const fn watchlist(mut s: VariantSpec, name: &'static str) -> VariantSpec {
+/// `base` listing through streaming lists (WatchList), described as such: the list says what each variant is.
+const fn watchlist(
+    mut s: VariantSpec,
+    name: &'static str,
+    summary: &'static str,
+) -> VariantSpec {
     s.name = name;
     s.streaming_lists = true;
+    s.summary = summary;
     s
 }
 
@@ -69,8 +75,16 @@ pub static VARIANTS: &[VariantSpec] = &[
         Some(crate::rules::CA301.code),
         "good-update with 1 worker",
     ),
-    watchlist(GOOD, "good-watchlist"),
-    watchlist(GOOD_SINGLE, "good-single-watchlist"),
+    watchlist(
+        GOOD,
+        "good-watchlist",
+        "good, its initial list streamed in the watch (WatchList, sendInitialEvents) instead of LIST + WATCH",
+    ),
+    watchlist(
+        GOOD_SINGLE,
+        "good-single-watchlist",
+        "good-single, its initial list streamed in the watch (WatchList) instead of LIST + WATCH",
+    ),
     v(
         "bad-no-predicate",
         Code::BadNoPredicate,
