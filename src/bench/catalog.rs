@@ -37,11 +37,7 @@ const fn v(
 }
 
 /// `base` listing through streaming lists (WatchList), described as such: the list says what each variant is.
-const fn watchlist(
-    mut s: VariantSpec,
-    name: &'static str,
-    summary: &'static str,
-) -> VariantSpec {
+const fn watchlist(mut s: VariantSpec, name: &'static str, summary: &'static str) -> VariantSpec {
     s.name = name;
     s.streaming_lists = true;
     s.summary = summary;

@@ -12,24 +12,44 @@ use super::csv::Row;
 pub struct Line<'a> {
     pub name: &'a str,
     pub rows: &'a [Row],
+    /// The variant shows an anti-pattern (it has a rule): drawn in the warning colours, the others in cool ones,
+    /// so that the bad side reads as bad at a glance, as in the findings' reports.
+    pub anti_pattern: bool,
 }
 
-/// Colours that stay apart on white, in order.
-const COLORS: &[RGBColor] = &[
-    RGBColor(31, 119, 180),
+/// The anti-patterns' colours, the first the reports' warning colour (`--warning` of the HTML report).
+const WARM: &[RGBColor] = &[
+    RGBColor(0x9a, 0x67, 0x00),
     RGBColor(214, 39, 40),
-    RGBColor(44, 160, 44),
     RGBColor(255, 127, 14),
-    RGBColor(148, 103, 189),
     RGBColor(140, 86, 75),
     RGBColor(227, 119, 194),
-    RGBColor(127, 127, 127),
-    RGBColor(188, 189, 34),
-    RGBColor(23, 190, 207),
 ];
 
-fn color(i: usize) -> RGBColor {
-    COLORS[i % COLORS.len()]
+/// The other variants' colours, apart from the warm ones and from each other on white.
+const COOL: &[RGBColor] = &[
+    RGBColor(31, 119, 180),
+    RGBColor(44, 160, 44),
+    RGBColor(23, 190, 207),
+    RGBColor(148, 103, 189),
+    RGBColor(127, 127, 127),
+];
+
+/// Each line's colour: the n-th anti-pattern takes the n-th warm colour, the n-th other the n-th cool one.
+fn colors(lines: &[Line<'_>]) -> Vec<RGBColor> {
+    let (mut warm, mut cool) = (0, 0);
+    lines
+        .iter()
+        .map(|l| {
+            let (palette, n) = if l.anti_pattern {
+                (WARM, &mut warm)
+            } else {
+                (COOL, &mut cool)
+            };
+            *n += 1;
+            palette[(*n - 1) % palette.len()]
+        })
+        .collect()
 }
 
 /// Renders the chart as SVG text.
@@ -92,8 +112,7 @@ fn panel<DB: DrawingBackend>(
         .y_label_formatter(&|y| format!("{y:.0}"))
         .draw()
         .map_err(|e| anyhow!("{e:?}"))?;
-    for (i, line) in lines.iter().enumerate() {
-        let c = color(i);
+    for (line, c) in lines.iter().zip(colors(lines)) {
         chart
             .draw_series(LineSeries::new(
                 line.rows.iter().map(|r| (r.t, y(r))),
@@ -137,14 +156,40 @@ mod tests {
             .collect();
         let svg = render(
             "experiment 1",
-            &[Line {
-                name: "good",
-                rows: &rows,
-            }],
+            &[
+                Line {
+                    name: "good",
+                    rows: &rows,
+                    anti_pattern: false,
+                },
+                Line {
+                    name: "bad-annotation-loop",
+                    rows: &rows,
+                    anti_pattern: true,
+                },
+            ],
         )
         .expect("renders");
         assert!(svg.starts_with("<svg"));
         assert!(svg.contains("good"));
         assert!(svg.contains("workqueue_depth"));
+        // The bad variant is drawn in the warning colour, the good one not, whatever their order.
+        assert!(svg.contains("#9A6700"), "no line in the warning colour");
+        let lines = |order: &[bool]| {
+            let ls: Vec<Line<'_>> = order
+                .iter()
+                .map(|&anti_pattern| Line {
+                    name: "x",
+                    rows: &rows,
+                    anti_pattern,
+                })
+                .collect();
+            colors(&ls)
+        };
+        assert_eq!(
+            lines(&[true, false]),
+            lines(&[false, true]).into_iter().rev().collect::<Vec<_>>()
+        );
+        assert_eq!(lines(&[false, true])[1], WARM[0]);
     }
 }

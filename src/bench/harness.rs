@@ -676,6 +676,7 @@ async fn execute(st: &mut State, setup: Setup<'_>, mut int: watch::Receiver<bool
             result.rows.get(l.spec.name).map(|rows| chart::Line {
                 name: l.spec.name,
                 rows,
+                anti_pattern: l.spec.rule.is_some(),
             })
         })
         .collect();
