@@ -129,7 +129,7 @@ impl OutputArgs {
         let format = self.format(command);
         let quotes_source = std::iter::once(format)
             .chain(files.iter().map(|(f, _)| *f))
-            .any(|f| f == Format::Full);
+            .any(|f| matches!(f, Format::Full | Format::Html));
         let sources = if quotes_source {
             read_sources(findings)
         } else {

@@ -5,8 +5,8 @@
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 
 use super::document::{Block, Document, Tone};
-use super::{Note, Report};
-use crate::finding::{Finding, Severity};
+use super::{NO_SOURCES, Note, Report, Sources};
+use crate::finding::{Finding, Severity, Span, Subject};
 use crate::rules::{self, Rule};
 
 /// Kept short and free of external fonts: the page must render the same offline.
@@ -48,7 +48,14 @@ details { border: 1px solid var(--line); border-radius: 6px; padding: 6px 12px; 
 summary { cursor: pointer; font-weight: 600; }
 .doc h1 { font-size: 18px; } .doc h2 { font-size: 16px; }
 footer { max-width: 1200px; margin: 32px auto; padding: 0 24px; color: var(--muted); font-size: 12px; }
+pre.excerpt { padding: 6px 0; margin: 6px 0; }
+pre.excerpt span { display: block; padding: 0 10px; white-space: pre; }
+pre.excerpt span.hit { background: #fff8c5; }
+pre.excerpt i { color: var(--muted); font-style: normal; display: inline-block; min-width: 4ch; text-align: right; margin-right: 12px; user-select: none; }
 "#;
+
+/// Lines of source quoted around a finding's span: the span's lines (at most this many) and one before.
+const EXCERPT_LINES: usize = 4;
 
 /// The page for a findings report (`scan` or `live` with `-o html`).
 pub fn render(report: &Report<'_>) -> anyhow::Result<String> {
@@ -58,7 +65,57 @@ pub fn render(report: &Report<'_>) -> anyhow::Result<String> {
     if !stats.is_empty() {
         doc.line(Tone::Note, stats);
     }
-    Ok(page(&doc, report.findings, report.notes, &[]))
+    let link = LineLinks::from_env();
+    Ok(page_with_sources(
+        &doc,
+        report.findings,
+        report.notes,
+        &[],
+        report.sources,
+        &link,
+    ))
+}
+
+/// Where a finding's line links to: the file on GitHub at the commit under test when the page is made in GitHub
+/// Actions (`GITHUB_SERVER_URL`, `GITHUB_REPOSITORY`, `GITHUB_SHA`), else the file by its path (the page opened
+/// beside the tree it scanned).
+#[derive(Debug, Default)]
+pub struct LineLinks {
+    /// `https://github.com/owner/repo/blob/SHA/`, and the workspace paths are relative to.
+    github: Option<(String, Option<String>)>,
+}
+
+impl LineLinks {
+    pub fn from_env() -> Self {
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        let github = match (
+            var("GITHUB_SERVER_URL"),
+            var("GITHUB_REPOSITORY"),
+            var("GITHUB_SHA"),
+        ) {
+            (Some(server), Some(repo), Some(sha)) => Some((
+                format!("{}/{repo}/blob/{sha}/", server.trim_end_matches('/')),
+                var("GITHUB_WORKSPACE"),
+            )),
+            _ => None,
+        };
+        Self { github }
+    }
+
+    /// The link to `span`'s first line.
+    pub fn to(&self, span: &Span) -> String {
+        let file = span.file.trim_start_matches("./");
+        match &self.github {
+            Some((base, workspace)) => {
+                let rel = workspace
+                    .as_deref()
+                    .and_then(|w| std::path::Path::new(file).strip_prefix(w).ok())
+                    .map_or_else(|| file.to_string(), |p| p.display().to_string());
+                format!("{base}{rel}#L{}", span.line)
+            }
+            None => format!("{file}#L{}", span.line),
+        }
+    }
 }
 
 /// The whole page: `doc`'s blocks, then the findings, the notes, and the docs of every rule the findings cite
@@ -69,6 +126,26 @@ pub fn page(
     notes: &[Note],
     also_rules: &[&'static Rule],
 ) -> String {
+    page_with_sources(
+        doc,
+        findings,
+        notes,
+        also_rules,
+        &NO_SOURCES,
+        &LineLinks::default(),
+    )
+}
+
+/// [`page`], quoting each source finding's lines from `sources` and linking them with `links`.
+pub fn page_with_sources(
+    doc: &Document,
+    findings: &[Finding],
+    notes: &[Note],
+    also_rules: &[&'static Rule],
+    sources: &Sources,
+    links: &LineLinks,
+) -> String {
+    let by_rule = per_rule(findings);
     let mut cited: Vec<&'static Rule> = also_rules
         .iter()
         .copied()
@@ -92,10 +169,27 @@ pub fn page(
                 }
                 main {
                     @for block in &doc.blocks { (block_html(block)) }
+                    @if by_rule.len() > 1 {
+                        section #by-rule {
+                            h2 { "By rule" }
+                            div.scroll { table {
+                                thead { tr { th { "rule" } th { "name" } th { "error" } th { "warning" } th { "info" } } }
+                                tbody {
+                                    @for (code, name, counts) in &by_rule {
+                                        tr {
+                                            td { a href={"#doc-" (code)} { (code) } }
+                                            td { (name) }
+                                            @for n in counts { td { @if *n > 0 { (n) } } }
+                                        }
+                                    }
+                                }
+                            } }
+                        }
+                    }
                     @if !findings.is_empty() {
                         section #findings {
                             h2 { "Findings (" (findings.len()) ")" }
-                            @for f in findings { (finding_html(f)) }
+                            @for f in findings { (finding_html(f, sources, links)) }
                         }
                     }
                     @if !notes.is_empty() {
@@ -166,18 +260,71 @@ fn severity_class(s: Severity) -> &'static str {
     }
 }
 
-fn finding_html(f: &Finding) -> Markup {
+/// Findings per rule, in code order: (code, name, [errors, warnings, infos]).
+fn per_rule(findings: &[Finding]) -> Vec<(String, &'static str, [usize; 3])> {
+    let mut by: std::collections::BTreeMap<&str, [usize; 3]> = std::collections::BTreeMap::new();
+    for f in findings {
+        let i = match f.severity {
+            Severity::Error => 0,
+            Severity::Warning => 1,
+            Severity::Info => 2,
+        };
+        by.entry(f.code.as_str()).or_default()[i] += 1;
+    }
+    by.into_iter()
+        .map(|(code, counts)| {
+            let name = rules::find(code).map_or("", |r| r.name);
+            (code.to_string(), name, counts)
+        })
+        .collect()
+}
+
+/// The lines of `span` (at most [`EXCERPT_LINES`]) and the one before, numbered, the span's own marked.
+fn excerpt(text: &str, span: &Span) -> Vec<(usize, String, bool)> {
+    let first = span.line.saturating_sub(1).max(1);
+    let last = span
+        .end_line
+        .max(span.line)
+        .min(span.line + EXCERPT_LINES - 1);
+    text.lines()
+        .enumerate()
+        .map(|(i, l)| (i + 1, l))
+        .skip(first - 1)
+        .take_while(|(n, _)| *n <= last)
+        .map(|(n, l)| (n, l.to_string(), n >= span.line))
+        .collect()
+}
+
+fn finding_html(f: &Finding, sources: &Sources, links: &LineLinks) -> Markup {
     let rule = rules::find(&f.code);
     let evidence = super::evidence_lines(f);
+    let span = match &f.subject {
+        Subject::Source(s) => Some(s),
+        _ => None,
+    };
+    let lines = span
+        .and_then(|s| Some(excerpt(sources.get(&s.file)?, s)))
+        .unwrap_or_default();
     html! {
         article class={"finding " (severity_class(f.severity))} {
             div.head {
                 span.sev { (f.severity.as_str()) }
                 a href={"#doc-" (f.code)} { strong { (f.code) } }
                 @if let Some(r) = rule { span { (r.name) } }
-                span.subject { (f.subject.label()) }
+                @if let Some(s) = span {
+                    a.subject href=(links.to(s)) { (f.subject.label()) }
+                } @else {
+                    span.subject { (f.subject.label()) }
+                }
             }
             p { (f.message) }
+            @if !lines.is_empty() {
+                pre.excerpt {
+                    @for (n, text, hit) in &lines {
+                        span class=[hit.then_some("hit")] { i { (n) } (text) }
+                    }
+                }
+            }
             @if !evidence.is_empty() {
                 ul { @for line in &evidence { li { (line) } } }
             }
@@ -207,7 +354,7 @@ fn rule_html(r: &Rule) -> Markup {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use crate::finding::{Evidence, Lens, Subject};
+    use crate::finding::{Evidence, Lens};
 
     fn finding(message: &str) -> Finding {
         Finding {
@@ -251,6 +398,71 @@ mod tests {
         assert!(
             !html.contains(" src=") && !html.contains("<link"),
             "nothing loaded"
+        );
+    }
+
+    #[test]
+    fn a_source_finding_quotes_its_lines_links_them_and_the_page_counts_per_rule() {
+        let span = |line, end_line| Span {
+            file: "src/reconcile.rs".into(),
+            line,
+            column: 5,
+            end_line,
+            end_column: 9,
+        };
+        let at = |code: &str, severity, line| Finding {
+            code: code.into(),
+            severity,
+            subject: Subject::Source(span(line, line)),
+            ..finding("requeues after 5s")
+        };
+        let findings = [
+            at("CA203", Severity::Warning, 3),
+            at("CA203", Severity::Warning, 4),
+            at("CA101", Severity::Error, 2),
+        ];
+        let mut sources = Sources::new();
+        sources.insert(
+            "src/reconcile.rs".into(),
+            "fn a() {\n  let x = <b>;\n  requeue(5)\n  requeue(6)\n}\n".into(),
+        );
+        // Not `render`: in GitHub Actions its links would point at GitHub (`LineLinks::from_env`).
+        let html = page_with_sources(
+            &Document::new("kubectl ctrlaudit scan"),
+            &findings,
+            &[],
+            &[],
+            &sources,
+            &LineLinks::default(),
+        );
+        assert!(
+            html.contains(r#"<span class="hit"><i>3</i>  requeue(5)</span>"#),
+            "{html}"
+        );
+        assert!(
+            html.contains("<span><i>2</i>  let x = &lt;b&gt;;</span>"),
+            "{html}"
+        );
+        assert!(html.contains(r#"href="src/reconcile.rs#L3""#), "{html}");
+        assert!(html.contains("By rule"), "{html}");
+        assert!(
+            html.contains(r##"<td><a href="#doc-CA203">CA203</a></td><td>polling-requeue</td><td></td><td>2</td><td></td>"##),
+            "{html}"
+        );
+        let gh = LineLinks {
+            github: Some((
+                "https://github.com/o/r/blob/abc/".into(),
+                Some("/home/runner/work/r/r".into()),
+            )),
+        };
+        let abs = Span {
+            file: "/home/runner/work/r/r/src/a.rs".into(),
+            ..span(7, 7)
+        };
+        assert_eq!(gh.to(&abs), "https://github.com/o/r/blob/abc/src/a.rs#L7");
+        assert_eq!(
+            gh.to(&span(7, 7)),
+            "https://github.com/o/r/blob/abc/src/reconcile.rs#L7"
         );
     }
 
