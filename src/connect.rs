@@ -38,6 +38,16 @@ pub struct ClusterArgs {
         requires = "as_user"
     )]
     pub as_groups: Vec<String>,
+    /// Log level, as kubectl's -v: 6 or more prints each request to the API server (method, URL, status,
+    /// time) on stderr.
+    #[arg(
+        short = 'v',
+        long = "v",
+        global = true,
+        value_name = "LEVEL",
+        default_value_t = 0
+    )]
+    pub verbosity: u8,
     /// How long to wait for the answer to one request (connect, TLS handshake, and for a list, get or discovery
     /// the whole answer); 0 = no limit per request. Watches are long-lived and end with the window instead.
     #[arg(long = "request-timeout", global = true, value_name = "DURATION", default_value = "30s",
@@ -53,6 +63,7 @@ impl Default for ClusterArgs {
             kubeconfig: None,
             as_user: None,
             as_groups: Vec::new(),
+            verbosity: 0,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
         }
     }
@@ -75,7 +86,15 @@ impl ClusterArgs {
             http::HeaderValue::from_static(user_agent),
         ));
         let namespace = config.default_namespace.clone();
-        let client = kube::Client::try_from(config).context("building the kube client")?;
+        let server: std::sync::Arc<str> =
+            config.cluster_url.to_string().trim_end_matches('/').into();
+        let builder =
+            kube::client::ClientBuilder::try_from(config).context("building the kube client")?;
+        let client = if self.verbosity >= REQUEST_LOG_LEVEL {
+            builder.with_layer(&RequestLog { server }).build()
+        } else {
+            builder.build()
+        };
         Ok((client, namespace))
     }
 }
@@ -192,6 +211,72 @@ pub async fn config(
         .map_err(|e| ConfigError::Invalid(top_level(&e)))?;
     config.apply_debug_overrides();
     Ok(config)
+}
+
+/// kubectl's level for one line per request (`-v=6`).
+pub const REQUEST_LOG_LEVEL: u8 = 6;
+
+/// `-v=6`: each request to the API server on stderr, when its answer's head arrives (a watch's, when it starts
+/// streaming), as kubectl prints them: `GET https://…/apis/…?watch=true 200 OK in 12 ms`.
+#[derive(Debug, Clone)]
+pub struct RequestLog {
+    /// The cluster's URL: requests reach this layer with their path only.
+    pub server: std::sync::Arc<str>,
+}
+
+impl<S> tower::Layer<S> for RequestLog {
+    type Service = Logged<S>;
+    fn layer(&self, inner: S) -> Logged<S> {
+        Logged {
+            inner,
+            server: self.server.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Logged<S> {
+    inner: S,
+    server: std::sync::Arc<str>,
+}
+
+impl<S, B> tower::Service<http::Request<kube::client::Body>> for Logged<S>
+where
+    S: tower::Service<http::Request<kube::client::Body>, Response = http::Response<B>>,
+    S::Error: std::fmt::Display,
+    S::Future: Send + 'static,
+    B: 'static,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = futures::future::BoxFuture<'static, Result<S::Response, S::Error>>;
+
+    fn poll_ready(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: http::Request<kube::client::Body>) -> Self::Future {
+        let uri = req.uri();
+        let line = if uri.scheme().is_some() {
+            format!("{} {uri}", req.method())
+        } else {
+            format!("{} {}{uri}", req.method(), self.server)
+        };
+        let started = std::time::Instant::now();
+        let fut = self.inner.call(req);
+        Box::pin(async move {
+            let res = fut.await;
+            let ms = started.elapsed().as_millis();
+            match &res {
+                Ok(r) => eprintln!("{line} {} in {ms} ms", r.status()),
+                Err(e) => eprintln!("{line} failed in {ms} ms: {e}"),
+            }
+            res
+        })
+    }
 }
 
 /// Impersonation, as kubectl does it: `--as`/`--as-group`, else the kubeconfig user's `as:`/`as-groups:`, sent

@@ -733,13 +733,26 @@ async fn live_as_impersonates_the_readonly_identity() {
         }
         cmd
     };
-    let out = live_as(common::READONLY_USER, &[]).output().await.unwrap();
+    // With kubectl's -v=6, each request on stderr: method, full URL, status, time.
+    let out = live_as(common::READONLY_USER, &[])
+        .args(["-v", "6"])
+        .output()
+        .await
+        .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let watch = format!(
+        "/apis/bench.ctrlaudit.io/v1alpha1/namespaces/{}/widgets?",
+        env.namespace
+    );
+    assert!(
+        stderr
+            .lines()
+            .any(|l| l.starts_with("GET https://127.0.0.1:")
+                && l.contains(&watch)
+                && l.contains(" 200 OK in ")),
+        "{stderr}"
     );
     let doc: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert!(doc["stats"]["objects"] == 2, "{stdout}");
