@@ -3,16 +3,17 @@
 # (default 30), whichever comes first, JOBS targets at a time (default 2), at low CPU priority. Prints one
 # line per target: executions, seconds, coverage (edges), features, corpus size, crash or not.
 #
-# Usage: fuzz/long.sh [MINUTES] [JOBS] [TARGET...]
+# Usage: [FUZZ_SANITIZER=none] fuzz/long.sh [MINUTES] [JOBS] [TARGET...]   (see fuzz/run.sh on the sanitizer)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 minutes=${1:-30}
 jobs=${2:-2}
+sanitizer=${FUZZ_SANITIZER:-address}
 shift $(($# < 2 ? $# : 2))
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(scan_file scan_crate scan_tree scan_nesting baseline audit_log crd_yaml config suppressions prometheus replay)
 # Seeds the corpora and builds every target (a 1-second run each).
-fuzz/run.sh 1 >/dev/null 2>&1
+FUZZ_SANITIZER=$sanitizer fuzz/run.sh 1 >/dev/null 2>&1
 # The same -max_len per target as fuzz/run.sh.
 max_len() {
 	case $1 in
@@ -32,7 +33,7 @@ mkdir -p fuzz/logs
 run_one() {
 	local t=$1 log=fuzz/logs/$1.log start end
 	start=$(date +%s)
-	if nice -n 19 cargo +nightly fuzz run "$t" "fuzz/corpus/$t" -- -runs=1000000 -max_total_time=$((minutes * 60)) -max_len="$(max_len "$t")" $(extra_flags "$t") \
+	if nice -n 19 cargo +nightly fuzz run -s "$sanitizer" "$t" "fuzz/corpus/$t" -- -runs=1000000 -max_total_time=$((minutes * 60)) -max_len="$(max_len "$t")" $(extra_flags "$t") \
 		-rss_limit_mb=2048 -timeout=10 -print_final_stats=1 >"$log" 2>&1; then
 		result=ok
 	else
@@ -47,6 +48,6 @@ run_one() {
 	printf '%s\t%s\t%ss\t%s\t%s\t%s\t%s\n' "$t" "${execs:-?}" "$((end - start))" "${cov:-?}" "${ft:-?}" "${corp:-?}" "$result"
 }
 export -f run_one
-export minutes
+export minutes sanitizer
 printf 'target\texecutions\ttime\tcoverage\tfeatures\tcorpus\tresult\n'
 printf '%s\n' "${targets[@]}" | xargs -P "$jobs" -I{} bash -c 'run_one {}'

@@ -143,7 +143,7 @@ pub(super) fn lock_path(root: &Path) -> Option<PathBuf> {
 
 /// Where a crate's lock can be: its directory and its ancestors, up to and including the first other crate
 /// (a crate outside any workspace has its own lock or none).
-pub(super) fn lock_dirs(root: &Path) -> impl Iterator<Item = &Path> {
+fn lock_dirs(root: &Path) -> impl Iterator<Item = &Path> {
     root.ancestors()
         .enumerate()
         .scan(false, |past_crate, (i, d)| {
