@@ -3,7 +3,9 @@
 #   vendored   the `cargo vendor` tree of benches/scan_speed.sh (most crates use no kube: selection matters)
 #   kube-heavy the published operators of corpus/crates.tsv (every file is real work: the analysis matters)
 # The floor (crates/ctrlaudit-scan/examples/parse_floor.rs) is scan's own walk and `syn::parse_file` of every
-# `.rs` file on rayon, nothing else. The four commands run in turn, round after round (after one warm-up round),
+# `.rs` file on rayon, nothing else. scan also reads the kube-using dependencies it finds (their `src/`): on the
+# kube-heavy corpus the floor and ast-grep run a second time over the tree plus those dependencies, the files
+# the default scan reads, so that scan with its dependencies is compared like for like too. The four commands run in turn, round after round (after one warm-up round),
 # so that a machine whose speed drifts slows all four alike; each ratio is the median of the rounds' ratios,
 # as farm-bench --vs takes it. Prints each tool's median wall time and peak RSS, and the ratios.
 #
@@ -51,14 +53,20 @@ timed() {
 	read -r kb <"$work/time.txt"
 	echo "$(((t1 - t0) / 1000000)) $kb"
 }
-# tool I DIR: runs the I-th of the four commands on DIR. scan also reads the source of the kube-using
-# dependencies it finds (the floor parses the tree only): --no-deps parses the same files as the floor.
+# The dependencies scan reads on the kube-heavy corpus: the kube-using crates its Cargo.lock files name, which
+# corpus/accuracy.py fetched into the corpus's CARGO_HOME (scan's "dependencies read").
+deps=("$CARGO_HOME"/registry/src/corpus/*/src)
+
+# tool I DIR: runs the I-th command on DIR. --no-deps parses the same files as the floor (2) and ast-grep (3);
+# the default scan (0) the same as the floor and ast-grep over the tree and the dependencies (4, 5).
 tool() {
 	case $1 in
 	0) timed "$ours" scan "$2" -o json --fail-on never ;;
 	1) timed "$ours" scan "$2" -o json --fail-on never --no-deps ;;
 	2) timed "$floor" "$2" ;;
 	3) timed "$sg" scan --inline-rules "$SG_RULES" --json=compact "$2" ;;
+	4) timed "$floor" "$2" "${deps[@]}" ;;
+	5) timed "$sg" scan --inline-rules "$SG_RULES" --json=compact "$2" "${deps[@]}" ;;
 	esac
 }
 
@@ -71,9 +79,11 @@ for corpus in vendored kube-heavy; do
 	rounds=$work/rounds-$corpus.txt
 	: >"$rounds"
 	# Round 0 warms the page cache and is not counted.
+	tools="0 1 2 3"
+	[ "$corpus" = kube-heavy ] && tools="0 1 2 3 4 5"
 	for r in $(seq 0 "$n"); do
 		row=""
-		for i in 0 1 2 3; do
+		for i in $tools; do
 			row="$row $(tool "$i" "$dir")"
 		done
 		[ "$r" -gt 0 ] && echo "$row" >>"$rounds"
@@ -84,12 +94,18 @@ corpus, files, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 rows = [list(map(float, l.split())) for l in open(path) if l.strip()]
 ms = lambda i: [r[2 * i] for r in rows]
 kb = lambda i: [r[2 * i + 1] for r in rows]
-names = ["kubectl-ctrlaudit scan", "scan --no-deps", "parse floor (walk + syn)", "ast-grep (3 patterns)"]
-for i, name in enumerate(names):
+names = ["kubectl-ctrlaudit scan", "scan --no-deps", "parse floor (walk + syn)", "ast-grep (3 patterns)",
+         "floor, tree + dependencies", "ast-grep, tree + dependencies"]
+tools = len(rows[0]) // 2
+for i, name in enumerate(names[:tools]):
     print(f"{corpus:<11} {name:<30} {st.median(ms(i)) / 1000:9.2f} {st.median(kb(i)) / 1024:13.1f} {files:8d}")
 ratio = lambda a, b: st.median(x / max(y, 1) for x, y in zip(a, b))
-for i, label in [(0, "scan"), (1, "scan --no-deps")]:
-    print(f"{corpus:<11} {label} / floor: {ratio(ms(i), ms(2)):.2f}x time, {ratio(kb(i), kb(2)):.2f}x peak RSS; "
-          f"ast-grep / {label}: {ratio(ms(3), ms(i)):.2f}x time (medians of {len(rows)} rounds' ratios)")
+# Each scan against the floor and ast-grep over the same files.
+pairs = [(0, "scan", 2, 3), (1, "scan --no-deps", 2, 3)]
+if tools == 6:
+    pairs = [(0, "scan (with its dependencies)", 4, 5), (1, "scan --no-deps", 2, 3)]
+for i, label, f, a in pairs:
+    print(f"{corpus:<11} {label} / floor: {ratio(ms(i), ms(f)):.2f}x time, {ratio(kb(i), kb(f)):.2f}x peak RSS; "
+          f"ast-grep / {label}: {ratio(ms(a), ms(i)):.2f}x time (medians of {len(rows)} rounds' ratios)")
 PY
 done
