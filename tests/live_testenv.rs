@@ -615,6 +615,32 @@ async fn live_is_quiet_on_the_good_controller() {
     record_fixture("good", &o, &env.namespace);
 }
 
+/// A second before now, in milliseconds since the epoch: earlier runs in the same control plane are in the audit
+/// log too, and only what a test's run sent after this counts.
+fn audit_since() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+        - 1_000
+}
+
+/// The completed requests `live` sent (by its user agent) that the audit log records from `since_ms` on.
+fn tool_requests(env: &common::TestEnv, since_ms: i64) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(env.audit_log.clone().unwrap()).unwrap();
+    text.lines()
+        .filter(|l| l.contains(live::USER_AGENT))
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .filter(|e: &serde_json::Value| e["stage"] == "ResponseComplete")
+        .filter(|e| {
+            e["requestReceivedTimestamp"]
+                .as_str()
+                .and_then(live::tracker::parse_time_ms)
+                .is_some_and(|t| t >= since_ms)
+        })
+        .collect()
+}
+
 /// `live` as the read-only identity, through the real command line: it observes, and the audit log shows that
 /// it wrote nothing (and never touched a Secret). Forbidden sources degrade into notes.
 #[tokio::test]
@@ -623,12 +649,7 @@ async fn live_as_the_readonly_identity_never_writes() {
     let _serial = SERIAL.lock().await;
     let env = common::testenv_with_audit("live-readonly").await;
     create_widgets(&env.client, &env.namespace, 2).await;
-    // Earlier runs in the same control plane are in the log too: only what this run sent counts.
-    let started_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
-        - 1_000;
+    let started_ms = audit_since();
     let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_kubectl-ctrlaudit"))
         .args([
             "live",
@@ -665,20 +686,9 @@ async fn live_as_the_readonly_identity_never_writes() {
     assert!(doc["stats"]["objects"] == 2, "{stdout}");
 
     // Everything the tool sent, by its user agent, is in the log: reads only.
-    let log = env.audit_log.clone().unwrap();
-    let text = std::fs::read_to_string(&log).unwrap();
-    let mine: Vec<serde_json::Value> = text
-        .lines()
-        .filter(|l| l.contains(live::USER_AGENT))
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .filter(|e: &serde_json::Value| e["stage"] == "ResponseComplete")
-        .filter(|e| {
-            e["requestReceivedTimestamp"]
-                .as_str()
-                .and_then(live::tracker::parse_time_ms)
-                .is_some_and(|t| t >= started_ms)
-        })
-        // The admin acting as this identity (`live_as_impersonates_the_readonly_identity`) is another run.
+    // The admin acting as this identity (`live_as_impersonates_the_readonly_identity`) is another run.
+    let mine: Vec<serde_json::Value> = tool_requests(&env, started_ms)
+        .into_iter()
         .filter(|e| e["impersonatedUser"].is_null())
         .collect();
     assert!(
@@ -709,11 +719,7 @@ async fn live_as_impersonates_the_readonly_identity() {
     let _serial = SERIAL.lock().await;
     let env = common::testenv_with_audit("live-as").await;
     create_widgets(&env.client, &env.namespace, 2).await;
-    let started_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
-        - 1_000;
+    let started_ms = audit_since();
     let live_as = |user: &'static str, groups: &'static [&'static str]| {
         let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_kubectl-ctrlaudit"));
         cmd.args([
@@ -756,22 +762,9 @@ async fn live_as_impersonates_the_readonly_identity() {
     );
     let doc: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert!(doc["stats"]["objects"] == 2, "{stdout}");
-    let text = std::fs::read_to_string(env.audit_log.clone().unwrap()).unwrap();
-    let mine: Vec<serde_json::Value> = text
-        .lines()
-        .filter(|l| l.contains(live::USER_AGENT))
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .filter(|e: &serde_json::Value| e["stage"] == "ResponseComplete")
-        .filter(|e| {
-            e["requestReceivedTimestamp"]
-                .as_str()
-                .and_then(live::tracker::parse_time_ms)
-                .is_some_and(|t| t >= started_ms)
-        })
-        .collect();
     // The read-only identity's own runs (`live_as_the_readonly_identity_never_writes`) are another test's.
-    let mine: Vec<&serde_json::Value> = mine
-        .iter()
+    let mine: Vec<serde_json::Value> = tool_requests(&env, started_ms)
+        .into_iter()
         .filter(|e| e["user"]["username"] != common::READONLY_USER)
         .collect();
     assert!(

@@ -238,12 +238,15 @@ fn about(f: &Finding) -> Vec<ObjectRef> {
     out
 }
 
+/// The object as findings name their subjects.
 fn object_label(o: &ObjectRecord) -> String {
-    let t = crate::finding::group_kind(&o.group, &o.kind);
-    match &o.namespace {
-        Some(ns) => format!("{t} {ns}/{}", o.name),
-        None => format!("{t} {}", o.name),
+    Subject::Object {
+        group: o.group.to_string(),
+        kind: o.kind.to_string(),
+        namespace: o.namespace.as_deref().map(str::to_string),
+        name: o.name.clone(),
     }
+    .label()
 }
 
 #[cfg(test)]

@@ -263,13 +263,13 @@ fn severity_class(s: Severity) -> &'static str {
 /// Findings per rule, in code order: (code, name, [errors, warnings, infos]).
 fn per_rule(findings: &[Finding]) -> Vec<(String, &'static str, [usize; 3])> {
     let mut by: std::collections::BTreeMap<&str, [usize; 3]> = std::collections::BTreeMap::new();
-    for f in findings {
-        let i = match f.severity {
+    for ((code, severity), n) in super::counts_by_rule(findings) {
+        let i = match severity {
             Severity::Error => 0,
             Severity::Warning => 1,
             Severity::Info => 2,
         };
-        by.entry(f.code.as_str()).or_default()[i] += 1;
+        by.entry(code).or_default()[i] = n;
     }
     by.into_iter()
         .map(|(code, counts)| {

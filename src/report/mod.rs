@@ -225,6 +225,15 @@ impl Counts {
     }
 }
 
+/// How many findings each rule has at each severity: `--statistics` and the HTML page's per-rule table.
+pub fn counts_by_rule(findings: &[Finding]) -> std::collections::BTreeMap<(&str, Severity), usize> {
+    let mut counts = std::collections::BTreeMap::new();
+    for f in findings {
+        *counts.entry((f.code.as_str(), f.severity)).or_default() += 1;
+    }
+    counts
+}
+
 /// "3 findings (1 error, 2 warnings, 0 info)" or "no findings".
 pub fn summary_line(findings: &[Finding]) -> String {
     let c = Counts::of(findings);

@@ -58,12 +58,7 @@ pub struct RuleCount {
 
 /// The findings counted per rule and level, the largest count first.
 pub fn statistics(findings: &[crate::finding::Finding]) -> Vec<RuleCount> {
-    let mut counts: std::collections::BTreeMap<(&str, crate::finding::Severity), usize> =
-        std::collections::BTreeMap::new();
-    for f in findings {
-        *counts.entry((f.code.as_str(), f.severity)).or_default() += 1;
-    }
-    let mut out: Vec<RuleCount> = counts
+    let mut out: Vec<RuleCount> = report::counts_by_rule(findings)
         .into_iter()
         .map(|((code, severity), count)| RuleCount {
             code: code.to_string(),

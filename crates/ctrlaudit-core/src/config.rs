@@ -188,14 +188,20 @@ impl NameGlobs {
 }
 
 impl LiveConfig {
+    /// The three lists by their keys, in the order of [`Self::globs`].
+    fn lists(&self) -> [(&'static str, &Vec<String>); 3] {
+        [
+            ("exclude_namespaces", &self.exclude_namespaces),
+            ("exclude_field_managers", &self.exclude_field_managers),
+            ("exclude_kinds", &self.exclude_kinds),
+        ]
+    }
+
     /// The three lists compiled (checked by [`Config::parse`]; a list that does not compile matches nothing).
     pub fn globs(&self) -> [NameGlobs; 3] {
-        [
-            &self.exclude_namespaces,
-            &self.exclude_field_managers,
-            &self.exclude_kinds,
-        ]
-        .map(|p| NameGlobs::new(p).unwrap_or_else(|_| NameGlobs(globset::GlobSet::empty())))
+        self.lists().map(|(_, p)| {
+            NameGlobs::new(p).unwrap_or_else(|_| NameGlobs(globset::GlobSet::empty()))
+        })
     }
 }
 
@@ -313,11 +319,7 @@ impl Config {
                 message,
             })?;
         }
-        for (table, globs) in [
-            ("exclude_namespaces", &c.live.exclude_namespaces),
-            ("exclude_field_managers", &c.live.exclude_field_managers),
-            ("exclude_kinds", &c.live.exclude_kinds),
-        ] {
+        for (table, globs) in c.live.lists() {
             NameGlobs::new(globs).map_err(|message| ConfigError::Invalid {
                 path: path.to_path_buf(),
                 message: format!("[live] {table}: {message}"),
