@@ -3,7 +3,7 @@
 //! the official 2.1.0 schema (suppressed findings included), and GitLab Code Quality's shape.
 
 use ctrlaudit::finding::{
-    Evidence, Finding, Lens, Severity, Span, Subject, Suppressed, sort_findings,
+    Evidence, Finding, Lens, Severity, Span, Subject, Suppressed, When, WhenKind, sort_findings,
 };
 use ctrlaudit::report::{FailOn, Format, Note, Report, render};
 use ctrlaudit::rules::{REPOSITORY_URL, RULES};
@@ -41,6 +41,10 @@ fn source_finding() -> Finding {
         ],
         help: "write the timestamp to status only when something changed".into(),
         objects: Vec::new(),
+        when: Some(When {
+            path: WhenKind::Branch,
+            condition: Some("w.spec.audit".into()),
+        }),
     }
 }
 
@@ -63,6 +67,7 @@ fn object_finding() -> Finding {
         }],
         help: "update status.observedGeneration when the spec has been handled".into(),
         objects: Vec::new(),
+        when: None,
     }
 }
 
@@ -85,6 +90,7 @@ fn controller_finding() -> Finding {
         }],
         help: "batch writes or skip writes that change nothing".into(),
         objects: Vec::new(),
+        when: None,
     }
 }
 
@@ -370,8 +376,13 @@ fn sarif_results() {
         "the Controller that watches the object it writes"
     );
 
+    // The path it happens on, for a scan finding; none for a live one.
+    assert_eq!(src["properties"]["when"], "branch");
+    assert_eq!(src["properties"]["whenCondition"], "w.spec.audit");
+
     // Object: logical location.
     let obj = &results[1];
+    assert!(obj["properties"].get("when").is_none());
     assert_eq!(obj["level"], "warning");
     assert!(obj["locations"][0].get("physicalLocation").is_none());
     assert_eq!(

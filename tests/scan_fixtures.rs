@@ -31,6 +31,47 @@ fn scan_fixtures_match_inline_expectations() {
         "too few expectations: {}",
         expected.len()
     );
+    // Every finding about a controller says on which path it happens; `//~ CODE[path]` pins which.
+    let mut problems = Vec::new();
+    for f in &result.findings {
+        let s = f.subject.span().unwrap();
+        if f.when.is_none() && !["CA001", "CA002"].contains(&f.code.as_str()) {
+            problems.push(format!("no path: {}:{} {}", s.file, s.line, f.code));
+        }
+    }
+    let paths = expect::paths_under(&root, &|p| p.to_string_lossy().replace('\\', "/"));
+    for ((file, line, code), want) in &paths {
+        let got: Vec<&str> = result
+            .findings
+            .iter()
+            .filter(|f| {
+                let s = f.subject.span().unwrap();
+                (&s.file, s.line, &f.code) == (file, *line, code)
+            })
+            .filter_map(|f| f.when.as_ref().map(|w| w.path.as_str()))
+            .collect();
+        if got.is_empty() || got.iter().any(|g| g != want) {
+            problems.push(format!(
+                "{file}:{line} {code}: path {got:?}, expected {want}"
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    for kind in [
+        "every-reconcile",
+        "spec-change",
+        "transition",
+        "drift",
+        "deletion",
+        "startup",
+        "error-retry",
+        "branch",
+    ] {
+        assert!(
+            paths.values().any(|p| p == kind),
+            "no fixture pins the path {kind} (`//~ CODE[{kind}]`)"
+        );
+    }
 }
 
 #[test]

@@ -200,6 +200,7 @@ mod tests {
             evidence: vec![],
             help: String::new(),
             objects: Vec::new(),
+            when: None,
         }
     }
 

@@ -170,6 +170,7 @@ mod tests {
                     name: n.to_string(),
                 })
                 .collect(),
+            when: None,
         }
     }
 

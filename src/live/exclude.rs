@@ -300,6 +300,7 @@ mod tests {
                     name: name.to_string(),
                 })
                 .collect(),
+            when: None,
         }
     }
 

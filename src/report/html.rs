@@ -374,6 +374,7 @@ mod tests {
             }],
             help: "write it only when something changed".into(),
             objects: Vec::new(),
+            when: None,
         }
     }
 

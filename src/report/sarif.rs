@@ -226,6 +226,12 @@ fn result(f: &Finding) -> anyhow::Result<SarifResult> {
     if !f.help.is_empty() {
         properties.insert("help".to_string(), Value::String(f.help.clone()));
     }
+    if let Some(when) = &f.when {
+        properties.insert("when".to_string(), Value::String(when.path.as_str().into()));
+        if let Some(c) = &when.condition {
+            properties.insert("whenCondition".to_string(), Value::String(c.clone()));
+        }
+    }
     if !f.evidence.is_empty() {
         let evidence = serde_json::to_value(&f.evidence).context("serializing evidence")?;
         properties.insert("evidence".to_string(), evidence);

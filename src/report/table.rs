@@ -131,6 +131,7 @@ mod tests {
             evidence: vec![],
             help: "return Action::await_change()".into(),
             objects: Vec::new(),
+            when: None,
         }
     }
 

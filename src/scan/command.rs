@@ -246,6 +246,7 @@ mod tests {
             evidence: Vec::new(),
             help: String::new(),
             objects: Vec::new(),
+            when: None,
         }
     }
 

@@ -13,6 +13,12 @@ pub type Key = (String, usize, String);
 
 /// Adds the markers in `text` to `out`, keyed by `file`.
 pub fn markers_in(file: &str, text: &str, out: &mut BTreeMap<Key, usize>) {
+    parse(file, text, &mut |key, _| *out.entry(key).or_default() += 1);
+}
+
+/// Calls `each` with every marker of `text`: its key and the path in brackets after the code, if any
+/// (`//~ CA303[spec-change]` expects the finding's `when.path` to be `spec-change`).
+fn parse(file: &str, text: &str, each: &mut dyn FnMut(Key, Option<&str>)) {
     for (i, line) in text.lines().enumerate() {
         let Some(pos) = line.find("//~") else {
             continue;
@@ -25,27 +31,52 @@ pub fn markers_in(file: &str, text: &str, out: &mut BTreeMap<Key, usize>) {
             i + 1,
             "^".repeat(carets)
         );
-        for code in rest[carets..]
+        for word in rest[carets..]
             .split_whitespace()
             .take_while(|w| w.starts_with("CA"))
         {
-            *out.entry((file.to_string(), i + 1 - carets, code.to_string()))
-                .or_default() += 1;
+            let (code, path) = match word.split_once('[') {
+                Some((code, path)) => (code, path.strip_suffix(']')),
+                None => (word, None),
+            };
+            each((file.to_string(), i + 1 - carets, code.to_string()), path);
         }
     }
 }
 
-/// The markers of every `.rs` file under `root` (or of `root` itself), keyed by `label(path)`.
-pub fn markers_under(root: &Path, label: &dyn Fn(&Path) -> String) -> BTreeMap<Key, usize> {
+/// The paths the markers of every `.rs` file under `root` name in brackets, keyed like [`markers_under`].
+pub fn paths_under(root: &Path, label: &dyn Fn(&Path) -> String) -> BTreeMap<Key, String> {
     let mut out = BTreeMap::new();
+    for (p, text) in rs_files(root) {
+        parse(&label(&p), &text, &mut |key, path| {
+            if let Some(path) = path {
+                out.insert(key, path.to_string());
+            }
+        });
+    }
+    out
+}
+
+/// Every `.rs` file under `root` (or `root` itself) with its text.
+fn rs_files(root: &Path) -> Vec<(std::path::PathBuf, String)> {
+    let mut out = Vec::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(p) = stack.pop() {
         if p.is_dir() {
             stack.extend(std::fs::read_dir(&p).unwrap().map(|e| e.unwrap().path()));
         } else if p.extension().is_some_and(|x| x == "rs") {
             let bytes = std::fs::read(&p).unwrap();
-            markers_in(&label(&p), &String::from_utf8_lossy(&bytes), &mut out);
+            out.push((p, String::from_utf8_lossy(&bytes).into_owned()));
         }
+    }
+    out
+}
+
+/// The markers of every `.rs` file under `root` (or of `root` itself), keyed by `label(path)`.
+pub fn markers_under(root: &Path, label: &dyn Fn(&Path) -> String) -> BTreeMap<Key, usize> {
+    let mut out = BTreeMap::new();
+    for (p, text) in rs_files(root) {
+        markers_in(&label(&p), &text, &mut out);
     }
     out
 }

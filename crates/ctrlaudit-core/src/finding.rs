@@ -183,6 +183,96 @@ pub struct Finding {
     /// `live --serve --events` posts its Events.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub objects: Vec<ObjectRef>,
+    /// On which path of a controller the thing happens (scan: every reconcile, on deletion, …); live and bench
+    /// findings are about what was observed, whatever the path, and leave it out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when: Option<When>,
+}
+
+/// The path of a controller on which a scan finding's read, write or requeue happens. How often it runs is what
+/// the finding costs: a rule's default severity is for [`WhenKind::EveryReconcile`].
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+pub struct When {
+    pub path: WhenKind,
+    /// The condition of the branch it is on, as written (`spec.tls.is_some()`), when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub condition: Option<String>,
+}
+
+/// The kinds of path (JSON `when.path`, SARIF `properties.when`).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum WhenKind {
+    /// Every pass of reconcile, the steady state included.
+    EveryReconcile,
+    /// When the spec changed (a generation or spec comparison guards it).
+    SpecChange,
+    /// A state transition: a creation or phase step that runs until its write lands.
+    Transition,
+    /// When the actual state drifted from the desired one (a comparison of the two guards it).
+    Drift,
+    /// On deletion: a finalizer's cleanup, a branch on `deletion_timestamp`.
+    Deletion,
+    /// Outside reconcile: how a controller is built and run at start-up, code no reconcile reaches.
+    Startup,
+    /// After something failed: an error arm, `error_policy`'s retry.
+    ErrorRetry,
+    /// On a branch taken only under its condition.
+    Branch,
+}
+
+impl WhenKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WhenKind::EveryReconcile => "every-reconcile",
+            WhenKind::SpecChange => "spec-change",
+            WhenKind::Transition => "transition",
+            WhenKind::Drift => "drift",
+            WhenKind::Deletion => "deletion",
+            WhenKind::Startup => "startup",
+            WhenKind::ErrorRetry => "error-retry",
+            WhenKind::Branch => "branch",
+        }
+    }
+}
+
+impl When {
+    pub fn new(path: WhenKind) -> Self {
+        Self {
+            path,
+            condition: None,
+        }
+    }
+
+    /// The path in words, for a message: "on every reconcile", "when `spec.tls.is_some()`".
+    pub fn phrase(&self) -> String {
+        let cond = self.condition.as_deref().map(|c| format!(" (`{c}`)"));
+        match (self.path, cond) {
+            (WhenKind::EveryReconcile, _) => "on every reconcile".into(),
+            (WhenKind::SpecChange, c) => format!("when the spec changes{}", c.unwrap_or_default()),
+            (WhenKind::Transition, c) => {
+                format!("on a state transition{}", c.unwrap_or_default())
+            }
+            (WhenKind::Drift, c) => format!("when drift is found{}", c.unwrap_or_default()),
+            (WhenKind::Deletion, _) => "on deletion".into(),
+            (WhenKind::Startup, _) => "outside reconcile".into(),
+            (WhenKind::ErrorRetry, _) => "when an error is retried".into(),
+            (WhenKind::Branch, Some(_)) => {
+                format!("when `{}`", self.condition.as_deref().unwrap_or_default())
+            }
+            (WhenKind::Branch, None) => "on a branch of reconcile".into(),
+        }
+    }
+}
+
+impl fmt::Display for When {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.path.as_str())
+    }
 }
 
 /// A finding that an inline allow comment (`// ctrlaudit: allow(CODE) reason: …`) suppressed. Only SARIF shows

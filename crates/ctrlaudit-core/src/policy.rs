@@ -156,6 +156,7 @@ mod tests {
             evidence: Vec::new(),
             help: String::new(),
             objects: Vec::new(),
+            when: None,
         }
     }
 

@@ -17,7 +17,7 @@ pub const MAX_DEPTH: usize = 256;
 pub enum YamlFile {
     Kinds(Vec<(String, bool)>),
     /// A CRD file that was not parsed (CA001).
-    Rejected(Finding),
+    Rejected(Box<Finding>),
     /// A file that was not read, which need not be a CRD at all (a note).
     Skipped(Note),
 }
@@ -40,14 +40,14 @@ pub fn read(path: &Path, name: &str, max_bytes: u64) -> YamlFile {
     }
     match kinds_checked(&text) {
         Ok(k) => YamlFile::Kinds(k),
-        Err(TooDeep { depth, line }) => YamlFile::Rejected(ca001(
+        Err(TooDeep { depth, line }) => YamlFile::Rejected(Box::new(ca001(
             name,
             line,
             1,
             format!(
                 "YAML nests {depth} deep (limit {MAX_DEPTH}): not parsed, so its CRD kinds are not known"
             ),
-        )),
+        ))),
     }
 }
 

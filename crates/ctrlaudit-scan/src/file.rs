@@ -22,7 +22,7 @@ const MAX_REJECTED_ITEMS: usize = 8;
 /// How a single file ended up.
 pub(super) enum FileOutcome {
     Analyzed(Box<Analyzed>),
-    Finding(Finding),
+    Finding(Box<Finding>),
     Note(Note),
     Skipped,
 }
@@ -46,7 +46,7 @@ pub(super) fn whole_file_span(file: &str, line: usize, column: usize) -> Span {
 }
 
 pub(super) fn ca001(file: &str, line: usize, column: usize, message: String) -> Finding {
-    rules::finding(
+    rules::about_source(
         &crate::registry::CA001,
         whole_file_span(file, line, column),
         message,
@@ -260,16 +260,16 @@ pub(super) fn process_file(
             b
         }
         Err(ReadError::TooLarge { size, max }) => {
-            return FileOutcome::Finding(ca001(
+            return FileOutcome::Finding(Box::new(ca001(
                 &name,
                 1,
                 1,
                 format!(
                     "file is {size} bytes, over the {max}-byte limit (thresholds.max_file_bytes): not scanned"
                 ),
-            ));
+            )));
         }
-        Err(e) => return FileOutcome::Finding(ca001(&name, 1, 1, e.to_string())),
+        Err(e) => return FileOutcome::Finding(Box::new(ca001(&name, 1, 1, e.to_string()))),
     };
     if bytes.is_empty() {
         return FileOutcome::Note(Note {
@@ -292,12 +292,12 @@ pub(super) fn process_file(
             let at = e.utf8_error().valid_up_to();
             let valid = &e.as_bytes()[..at];
             let line = valid.iter().filter(|b| **b == b'\n').count() + 1;
-            return FileOutcome::Finding(ca001(
+            return FileOutcome::Finding(Box::new(ca001(
                 &name,
                 line,
                 1,
                 format!("file is not valid UTF-8 (byte {at}): not scanned"),
-            ));
+            )));
         }
     };
     FileOutcome::Analyzed(Box::new(analyze_text(

@@ -377,7 +377,7 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
                             }
                             sups.push((name, a.suppressions));
                         }
-                        FileOutcome::Finding(f) => unparsed.push(f),
+                        FileOutcome::Finding(f) => unparsed.push(*f),
                         FileOutcome::Note(n) => notes.push(n),
                         FileOutcome::Skipped => {}
                     }
@@ -386,7 +386,7 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
                 for y in yaml {
                     match crd_yaml::read(y, &display(y), max_bytes) {
                         crd_yaml::YamlFile::Kinds(kinds) => yaml_kinds.extend(kinds),
-                        crd_yaml::YamlFile::Rejected(f) => unparsed.push(f),
+                        crd_yaml::YamlFile::Rejected(f) => unparsed.push(*f),
                         crd_yaml::YamlFile::Skipped(n) => notes.push(n),
                     }
                 }

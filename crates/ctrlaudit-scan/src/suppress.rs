@@ -237,7 +237,7 @@ pub fn apply_keeping(
         } else {
             continue;
         };
-        out.push(super::rules::finding(
+        out.push(super::rules::about_source(
             &crate::registry::CA002,
             span,
             message,
@@ -331,6 +331,7 @@ mod tests {
                 end_line: line,
                 end_column: 2,
             },
+            crate::finding::When::new(crate::finding::WhenKind::EveryReconcile),
             "m".into(),
             "h",
         )

@@ -107,6 +107,7 @@ pub(crate) fn finding(
         evidence,
         help,
         objects: Vec::new(),
+        when: None,
     }
 }
 

@@ -299,6 +299,8 @@ impl<'ast> Extractor<'_, 'ast> {
             propagated: self.propagated.contains(&at),
             on_error: self.error_path > 0,
             on_branch: self.branches > 0,
+            on_deletion: self.deletion_path > 0,
+            guard: self.innermost_guard(),
             after_change_on_branch: self.after_change_on_branch(),
             then_writes_on_branch: false,
             server_side_apply: false,

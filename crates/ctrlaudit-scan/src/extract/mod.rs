@@ -209,6 +209,9 @@ pub struct Extractor<'a, 'ast> {
     err_values: usize,
     /// Depth of deletion paths around the node being visited (see `CallPath::Deletion`).
     deletion_path: usize,
+    /// Per enclosing `if` branch, innermost last: the condition that says when it runs, if it does (see
+    /// [`ApiCall::guard`]).
+    conditions: Vec<Option<Guard>>,
     /// Per enclosing block: the strongest write-like call seen in it so far (see `Requeue::after_change`).
     block_writes: Vec<Written>,
     /// Per enclosing `if`: was its branch taken because something was written or changed?
@@ -299,6 +302,7 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
             variants: Vec::new(),
             error_path: 0,
             deletion_path: 0,
+            conditions: Vec::new(),
             block_writes: Vec::new(),
             change_branches: Vec::new(),
             blocking_ok: 0,

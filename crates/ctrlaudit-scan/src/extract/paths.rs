@@ -377,3 +377,114 @@ impl<'ast> Extractor<'_, 'ast> {
         }
     }
 }
+
+impl<'ast> Extractor<'_, 'ast> {
+    /// The condition of an `if` as a [`Guard`]: its text as written and what it asks.
+    pub(super) fn guard_of(&self, cond: &Expr, cond_text: &str) -> Guard {
+        // `if let Some(x) = y` reads as "`y` is `Some(x)`".
+        let text = match cond {
+            Expr::Let(l) => format!("{} is {}", self.written(&*l.expr), self.written(&*l.pat)),
+            _ => self.written(cond),
+        };
+        let text = if text.is_empty() {
+            cond_text.to_string()
+        } else {
+            text
+        };
+        Guard {
+            kind: guard_kind(cond_text),
+            text: cut(text, Guard::MAX_TEXT),
+        }
+    }
+
+    /// A node's text as written in the source, whitespace collapsed; empty when the source is not at hand.
+    fn written(&self, node: &impl Spanned) -> String {
+        self.source
+            .and_then(|s| s.get(node.span().byte_range()))
+            .map(|t| t.split_whitespace().collect::<Vec<_>>().join(" "))
+            .unwrap_or_default()
+    }
+
+    /// The guard of the `else` of an `if` whose condition is `then`: none when the `then` is the exception (a
+    /// spec change, a drift), for then the `else` is the steady state; the negated condition otherwise.
+    pub(super) fn else_guard(then: &Guard, cond: &Expr) -> Option<Guard> {
+        match then.kind {
+            GuardKind::SpecChange | GuardKind::Drift => None,
+            // `if let Some(x) = …` has no negation worth printing.
+            GuardKind::Other if matches!(cond, Expr::Let(_)) => None,
+            GuardKind::Other => Some(Guard {
+                kind: GuardKind::Other,
+                text: cut(format!("!({})", then.text), Guard::MAX_TEXT),
+            }),
+        }
+    }
+
+    /// The guard that says most about when the node being visited runs: the innermost spec-change or drift
+    /// condition around it, else the innermost condition.
+    pub(super) fn innermost_guard(&self) -> Option<Guard> {
+        let mut around = self.conditions.iter().rev().flatten();
+        let innermost = around.clone().next().cloned();
+        around
+            .find(|g| g.kind != GuardKind::Other)
+            .cloned()
+            .or(innermost)
+    }
+}
+
+/// What a condition asks, from its compact text: a generation, a spec hash, or the spec compared with the one
+/// last acted on is a spec change; a `!=`, an absent object or a flag named for a difference is drift; anything
+/// else is a plain branch.
+fn guard_kind(cond_text: &str) -> GuardKind {
+    let t = cond_text.to_ascii_lowercase();
+    let compares = t.contains("!=") || t.contains("==") || t.contains(".ne(") || t.contains(".eq(");
+    // The spec compared with what was last acted on; a spec field compared with the actual state is drift.
+    let last_spec = t.contains("spec")
+        && compares
+        && [
+            "last_",
+            "previous",
+            "applied_spec",
+            "observed_spec",
+            "old_spec",
+        ]
+        .iter()
+        .any(|w| t.contains(w));
+    if t.contains("generation")
+        || t.contains("spec_hash")
+        || t.contains("spec_changed")
+        || last_spec
+    {
+        return GuardKind::SpecChange;
+    }
+    let differs = [
+        "!=",
+        ".ne(",
+        "needs_update",
+        "need_update",
+        "needs_sync",
+        "drift",
+        "differ",
+        "out_of_sync",
+        "mismatch",
+        "is_none()",
+        "!exists",
+    ];
+    // Whether a child is already being deleted says nothing of drift.
+    if t.contains("deletion_timestamp") {
+        return GuardKind::Other;
+    }
+    if differs.iter().any(|w| t.contains(w)) || t.starts_with("!") && t.contains(".eq(") {
+        return GuardKind::Drift;
+    }
+    GuardKind::Other
+}
+
+/// `text` cut to `max` characters, an ellipsis marking the cut.
+fn cut(text: String, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text;
+    }
+    let mut out: String = text.chars().take(max - 1).collect();
+    out.push('…');
+    out
+}

@@ -450,14 +450,20 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
         let deleting = deletion_condition(&i.cond, &cond_text);
         self.deletion_path += usize::from(deleting == Some(true));
         self.change_branches.push(signals_change(&cond_text));
+        let then_guard = self.guard_of(&i.cond, &cond_text);
+        let else_guard = Self::else_guard(&then_guard, &i.cond);
+        self.conditions.push(Some(then_guard));
         let then_fails = block_fails(&i.then_branch);
         let mut wrote = vec![self.in_arm(then_fails, |s| s.visit_block(&i.then_branch))];
+        self.conditions.pop();
         self.change_branches.pop();
         self.deletion_path -= usize::from(deleting == Some(true));
         self.error_path -= usize::from(on_error);
         if let Some((_, e)) = &i.else_branch {
             self.deletion_path += usize::from(deleting == Some(false));
+            self.conditions.push(else_guard);
             wrote.push(self.in_arm(arm_fails(e), |s| s.visit_expr(e)));
+            self.conditions.pop();
             self.deletion_path -= usize::from(deleting == Some(false));
         } else {
             // No else: the branch may not run at all.

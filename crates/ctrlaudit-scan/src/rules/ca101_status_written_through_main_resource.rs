@@ -29,12 +29,16 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
             } else {
                 ApiMethod::ReplaceStatus
             };
+            // A status dropped is lost whichever path sends it: the rule's cost is per occurrence.
+            let when = cx.when_call(id, call);
             let mut f = finding(
                 &crate::registry::CA101,
                 call.span.clone(),
+                when.clone(),
                 format!(
-                    "`{}` sends `status` to the main resource of `{kind}`, which has the status subresource: the API server answers 200 and drops it",
-                    call.text
+                    "`{}` sends `status` to the main resource of `{kind}` (which has the status subresource) {}: the API server answers 200 and drops it",
+                    call.text,
+                    when.phrase()
                 ),
                 format!(
                     "write status with `{status_method}` (the `/status` subresource); keep spec and metadata in `{}`",

@@ -2,7 +2,7 @@
 //! every status, annotation or finalizer write comes back as a watch event and another reconcile.
 
 use super::{Ctx, finding};
-use crate::finding::{Evidence, Finding};
+use crate::finding::{Evidence, Finding, When, WhenKind};
 use crate::unit::NO_GENERATION;
 use crate::sema::{ControllerModel, Verb};
 
@@ -63,13 +63,19 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
                         counted && a.kind.as_deref() == Some(kind.as_str())
                     })
             };
-            let write = cx.reach.keys().find_map(|id| writes_kind(*id)).or_else(|| {
-                if generic {
-                    None
-                } else {
-                    cx.unit.all_fns().find_map(writes_kind)
-                }
-            });
+            // The write must be this Controller's own: another Controller writing the same kind is that one's
+            // business (and its finding's evidence). Only when which reconcile it runs is unknown does any write
+            // reconcile reaches, or any write of the crate, stand in.
+            let write = match cx.unit.reach_of(fi, c) {
+                Some(own) => own.into_iter().find_map(writes_kind),
+                None => cx.reach.keys().find_map(|id| writes_kind(*id)).or_else(|| {
+                    if generic {
+                        None
+                    } else {
+                        cx.unit.all_fns().find_map(writes_kind)
+                    }
+                }),
+            };
             // A finalizer alone writes the object twice in its life (add, remove): not a reconcile loop.
             let Some(write) = write else {
                 continue;
@@ -77,6 +83,7 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
             let mut f = finding(
                 &crate::registry::CA201,
                 c.span.clone(),
+                When::new(WhenKind::Startup),
                 format!(
                     "Controller for `{kind}` has no generation predicate: `{}` comes back as a watch event and triggers another reconcile",
                     write.text
@@ -134,6 +141,7 @@ fn finalizer_hidden(
     out.push(finding(
         &crate::registry::CA201,
         c.span.clone(),
+        When::new(WhenKind::Startup),
         format!(
             "Controller{kind} filters with a generation-only predicate but its reconcile uses `finalizer()`: adding the finalizer bumps no generation, so that update is filtered out"
         ),

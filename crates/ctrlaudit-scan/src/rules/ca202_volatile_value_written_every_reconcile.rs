@@ -1,7 +1,7 @@
 //! CA202: a timestamp or nonce that flows, unguarded, into a write of the reconciled object.
 //! Each write is a new resourceVersion, a watch event and (without a predicate) another reconcile.
 
-use super::{Ctx, finding};
+use super::{Ctx, finding, per_pass};
 use crate::finding::{Evidence, Finding, Span};
 use crate::sema::ApiCall;
 use crate::unit::FnId;
@@ -98,13 +98,17 @@ fn report(
     helper: Option<&str>,
 ) -> Finding {
     let under = key.map(|k| format!(" as `{k}`")).unwrap_or_default();
+    // Each write is a watch event: the cost is per pass, so a value written only on a transition or drift is info.
+    let when = cx.when_call(id, write);
     let inside = helper.map(|h| format!(" in `{h}`")).unwrap_or_default();
     let mut f = finding(
         &crate::registry::CA202,
         span.clone(),
+        when.clone(),
         format!(
-            "`{source}` is written{under} by `{}`{inside} on every reconcile{}: each write is a new resourceVersion and a watch event",
+            "`{source}` is written{under} by `{}`{inside} {}{}: each write is a new resourceVersion and a watch event",
             write.text,
+            when.phrase(),
             cx.via(id)
         ),
         "write it only when something changed (compare with the current value, or set it when a condition flips); keep diagnostics in memory or in events",
@@ -114,5 +118,5 @@ fn report(
         note: format!("the `{}` that carries it", write.method),
     });
     f.evidence.extend(cx.call_path(id));
-    f
+    per_pass(f)
 }

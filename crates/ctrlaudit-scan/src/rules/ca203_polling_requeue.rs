@@ -3,8 +3,8 @@
 //! (`Err(..)`, `map_err`, error arms) and one-shot requeues on a branch (immediate, or right after a write) are not
 //! polling.
 
-use super::{Ctx, finding, secs_text};
-use crate::finding::{Evidence, Finding, Severity};
+use super::{Ctx, finding, per_pass, secs_text};
+use crate::finding::{Evidence, Finding, Severity, When, WhenKind};
 
 pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
     let limit = cx.unit.config.thresholds.polling_requeue_secs;
@@ -62,13 +62,22 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
             {
                 continue;
             }
+            // Polling costs a pass each time. An unconditional requeue after this pass's own write is still one
+            // on every pass (the write runs on every pass too); the one-shot steps were passed over above.
+            let when = if r.conditional {
+                When::new(WhenKind::Branch)
+            } else {
+                cx.when_fn(id)
+            };
             let mut f = finding(
                 &crate::registry::CA203,
                 r.span.clone(),
+                when.clone(),
                 format!(
-                    "reconcile requeues after {} on success{}: polling every object instead of waiting for changes",
+                    "reconcile requeues after {} on success{}, {}: polling every object instead of waiting for changes",
                     after,
-                    cx.via(id)
+                    cx.via(id),
+                    when.phrase()
                 ),
                 format!(
                     "return `Action::await_change()` and watch what you wait for (`.owns`/`.watches`); if drift correction is needed, requeue after {} or more",
@@ -105,19 +114,25 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
                 value: secs,
                 unit: "s".into(),
             });
-            out.push(f);
+            out.push(per_pass(f));
         }
     }
-    for file in &cx.unit.files {
+    for (fi, file) in cx.unit.files.iter().enumerate() {
         // A sleeping loop that writes, or tells 409 apart, is a retry with a pause, not polling.
         for l in file
             .sleeping_loops
             .iter()
             .filter(|l| l.reads && !l.writes && !crate::sema::tells_conflict(&l.error_signs))
         {
+            let when = cx
+                .unit
+                .fn_at(fi, l.span.line)
+                .map(|id| cx.when_fn(id))
+                .unwrap_or(When::new(WhenKind::Startup));
             out.push(finding(
                 &crate::registry::CA203,
                 l.span.clone(),
+                when,
                 format!("`loop` polls the API server with a sleep in a loop (in `{}`)", l.in_fn),
                 "watch instead of polling: a `watcher`/`reflector` Store, or a Controller with `.watches`",
             ));

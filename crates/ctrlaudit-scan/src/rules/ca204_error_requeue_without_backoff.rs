@@ -2,7 +2,7 @@
 //! per-object error backoff, so a failing object retries at that fixed rate forever.
 
 use super::{Ctx, finding, secs_text};
-use crate::finding::Finding;
+use crate::finding::{Finding, When, WhenKind};
 use crate::sema::Requeue;
 
 pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
@@ -45,6 +45,7 @@ fn judge(
         out.push(finding(
             &crate::registry::CA204,
             r.span.clone(),
+            When::new(WhenKind::ErrorRetry),
             format!(
                 "`{name}` always requeues failed objects after {}: no backoff, a persistent error retries at a fixed rate",
                 secs_text(secs)

@@ -2,7 +2,7 @@
 //! re-lists immediately, in a hot loop against the API server.
 
 use super::{Ctx, finding};
-use crate::finding::Finding;
+use crate::finding::{Finding, When, WhenKind};
 
 pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
     for file in &cx.unit.files {
@@ -15,6 +15,7 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
             out.push(finding(
                 &crate::registry::CA205,
                 w.span.clone(),
+                When::new(WhenKind::Startup),
                 format!(
                     "`watcher` stream is consumed in `{}` without a backoff: errors re-list immediately, in a loop",
                     w.in_fn

@@ -3,7 +3,7 @@
 //! (in kube-controller-manager) owns `spec.replicas` once it scales; every reconcile that applies the workload
 //! takes it back. A fight needs two writers, and this is the one shape where one crate shows both.
 
-use super::{Ctx, finding};
+use super::{Ctx, finding, per_pass};
 use crate::finding::{Evidence, Finding, Severity};
 use std::collections::BTreeMap;
 
@@ -57,14 +57,17 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
             if defers(&f.value) {
                 continue;
             }
+            let when = cx.when_fn(id);
             let mut finding = finding(
                 &crate::registry::CA206,
                 f.span.clone(),
+                when.clone(),
                 format!(
                     "`replicas: {}` is set on the {kind} this reconcile builds while the crate's HorizontalPodAutoscaler \
                      scales that {kind}: the HPA controller and this operator take `spec.replicas` from each other \
-                     on every reconcile{}",
+                     {}{}",
                     f.value,
+                    when.phrase(),
                     cx.via(id)
                 ),
                 "leave `replicas` out of what you apply when an HPA scales the workload (server-side apply then keeps \
@@ -77,7 +80,8 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
                 note: format!("the HorizontalPodAutoscaler's target: a {kind}"),
             });
             finding.evidence.extend(cx.call_path(id));
-            out.push(finding);
+            // Each apply takes the field back: the cost is per pass.
+            out.push(per_pass(finding));
         }
     }
 }

@@ -32,12 +32,16 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
             if !callers.is_empty() && callers.iter().all(handled_above) {
                 continue;
             }
+            // A 409 fails whichever path the PUT is on: the rule's cost is per occurrence.
+            let when = cx.when_call(id, call);
             out.push(finding(
                 &crate::registry::CA301,
                 call.span.clone(),
+                when.clone(),
                 format!(
-                    "`{}` sends a stale resourceVersion when another writer got there first, and the 409 Conflict is propagated",
-                    call.text
+                    "`{}` {} sends a stale resourceVersion when another writer got there first, and the 409 Conflict is propagated",
+                    call.text,
+                    when.phrase()
                 ),
                 "use a merge patch or server-side apply (`patch_status` with `Patch::Merge`/`Patch::Apply`), or retry on 409 with a fresh get",
             ));

@@ -2,7 +2,7 @@
 //! queued object reconciles at once and they all queue behind the API server's write ceiling.
 
 use super::{Ctx, finding};
-use crate::finding::{Evidence, Finding, Span};
+use crate::finding::{Evidence, Finding, Span, When, WhenKind};
 use crate::sema::ConcurrencyConfig;
 
 pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
@@ -69,6 +69,7 @@ fn report(span: Span, what: String) -> Finding {
     finding(
         &crate::registry::CA302,
         span,
+        When::new(WhenKind::Startup),
         format!("{what}: concurrency defaults to 0, unbounded reconciles"),
         "`.with_config(controller::Config::default().concurrency(n))` with n sized to what the API server and your dependencies take (kube ≥ 0.86)",
     )

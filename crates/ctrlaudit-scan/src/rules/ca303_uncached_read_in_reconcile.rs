@@ -2,7 +2,7 @@
 //! the most expensive request the API server serves) for data a reflector Store already has. Reads on an error
 //! path or right after this reconcile's own change, on a branch, are not "every reconcile".
 
-use super::{Ctx, finding};
+use super::{Ctx, finding, per_pass};
 use crate::finding::{Finding, Severity};
 use crate::sema::Verb;
 
@@ -37,13 +37,17 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
                 .map(|k| format!(" of `{k}`"))
                 .unwrap_or_default();
             let is_list = call.method.verb() == Verb::List;
+            // A round trip each time the read runs: the cost is per pass.
+            let when = cx.when_call(id, call);
             let mut f = finding(
                 &crate::registry::CA303,
                 call.span.clone(),
+                when.clone(),
                 format!(
-                    "`{}`{kind} is an uncached {} on every reconcile{}",
+                    "`{}`{kind} is an uncached {} {}{}",
                     call.text,
                     if is_list { "LIST" } else { "GET" },
+                    when.phrase(),
                     cx.via(id)
                 ),
                 "read from a reflector `Store` filled at start-up (`reflector(writer, watcher(api, cfg))`, then `store.get(&ObjectRef)`/`state()`), or `.owns`/`.watches` the kind",
@@ -52,7 +56,7 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
                 f.severity = Severity::Info;
             }
             f.evidence = cx.call_path(id);
-            out.push(f);
+            out.push(per_pass(f));
         }
     }
 }

@@ -42,11 +42,15 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
         let mut sites: Vec<(Span, String)> = calls.chain(guards).collect();
         sites.sort_by_key(|(s, _)| (s.line, s.column));
         for (span, what) in sites {
+            // A blocked worker thread stalls every task on it whichever path blocks it: cost per occurrence.
+            let when = cx.when_fn(id);
             let mut f = finding(
                 &crate::registry::CA305,
                 span,
+                when.clone(),
                 format!(
-                    "`{what}` blocks the async runtime inside reconcile{}",
+                    "`{what}` blocks the async runtime {}{}",
+                    when.phrase(),
                     cx.via(id)
                 ),
                 "use the async form (`tokio::time::sleep(..).await`, `tokio::fs`, `tokio::process`, an async client, `tokio::sync::Mutex`) or wrap it in `tokio::task::spawn_blocking`",

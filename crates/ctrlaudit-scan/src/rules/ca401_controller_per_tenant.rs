@@ -2,7 +2,7 @@
 //! watch connections multiply by the tenant count (kcp: 9.8 → 3.1 MiB per workspace once shared).
 
 use super::{Ctx, finding};
-use crate::finding::{Evidence, Finding};
+use crate::finding::{Evidence, Finding, When, WhenKind};
 use crate::sema::SpawningLoop;
 
 /// Words that make a loop one over tenants: one watcher per kind is how controllers are built, one per namespace
@@ -40,6 +40,7 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
                 out.push(finding(
                     &crate::registry::CA401,
                     span.clone(),
+                    When::new(WhenKind::Startup),
                     format!("a Controller is built from `Api::namespaced` for each namespace of a loop in `{}` and spawned: one watch, queue and cache per tenant", func.name),
                     help,
                 ));
@@ -59,6 +60,7 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
                     let mut f = finding(
                         &crate::registry::CA401,
                         site.span.clone(),
+                        When::new(WhenKind::Startup),
                         format!(
                             "`{}` builds a {} from `Api::namespaced` and `{}` spawns it for each namespace: one watch, queue and cache per tenant",
                             site.in_fn, site.what, func.name

@@ -1,8 +1,9 @@
 //! One file per rule detector. Each takes the joined crate ([`Ctx`]) and pushes its findings.
 
 use super::unit::{FnId, Unit};
-use crate::finding::{Evidence, Finding, Lens, Span};
+use crate::finding::{Evidence, Finding, Lens, Severity, Span, When, WhenKind};
 use crate::registry::Rule;
+use crate::sema::{ApiCall, GuardKind};
 use std::collections::{BTreeMap, HashSet};
 
 /// Declares the detector modules and [`run_all`], which runs each in this order: adding a rule is one line here
@@ -73,6 +74,48 @@ impl<'u> Ctx<'u> {
         }
     }
 
+    /// On which path the API call `call` in function `id` runs: deletion and error paths first, then a
+    /// transition step, the condition of the branch it is on, the way its function is reached.
+    pub fn when_call<M>(&self, id: FnId, call: &ApiCall<M>) -> When {
+        if call.on_deletion {
+            return When::new(WhenKind::Deletion);
+        }
+        if call.on_error || self.error_only.contains(&id) {
+            return When::new(WhenKind::ErrorRetry);
+        }
+        let condition = call.guard.as_ref().map(|g| g.text.clone());
+        if call.then_writes_on_branch || call.after_change_on_branch {
+            return When {
+                path: WhenKind::Transition,
+                condition,
+            };
+        }
+        if let Some(g) = &call.guard {
+            let path = match g.kind {
+                GuardKind::SpecChange => WhenKind::SpecChange,
+                GuardKind::Drift => WhenKind::Drift,
+                GuardKind::Other => WhenKind::Branch,
+            };
+            return When { path, condition };
+        }
+        self.when_fn(id)
+    }
+
+    /// On which path the body of function `id` runs, from how reconcile reaches it: only through an error path,
+    /// only through a transition step, or on every pass. Start-up code (not reached from reconcile) is
+    /// [`WhenKind::Startup`].
+    pub fn when_fn(&self, id: FnId) -> When {
+        if !self.reach.contains_key(&id) {
+            When::new(WhenKind::Startup)
+        } else if self.error_only.contains(&id) {
+            When::new(WhenKind::ErrorRetry)
+        } else if !self.routine.contains(&id) {
+            When::new(WhenKind::Transition)
+        } else {
+            When::new(WhenKind::EveryReconcile)
+        }
+    }
+
     pub fn via(&self, id: FnId) -> String {
         match self.reach.get(&id) {
             Some(p) if p.len() > 1 => format!(" (via {})", p.join(" → ")),
@@ -81,8 +124,22 @@ impl<'u> Ctx<'u> {
     }
 }
 
-/// A scan finding at `span` with the rule's default severity.
-pub fn finding(rule: &Rule, span: Span, message: String, help: impl Into<String>) -> Finding {
+/// A scan finding at `span` on path `when`, with the rule's default severity (see [`per_pass`]).
+pub fn finding(
+    rule: &Rule,
+    span: Span,
+    when: When,
+    message: String,
+    help: impl Into<String>,
+) -> Finding {
+    Finding {
+        when: Some(when),
+        ..about_source(rule, span, message, help)
+    }
+}
+
+/// A finding about the source itself rather than a controller's behaviour (CA001, CA002): on no path.
+pub fn about_source(rule: &Rule, span: Span, message: String, help: impl Into<String>) -> Finding {
     Finding {
         code: rule.code.to_string(),
         severity: rule.default_severity,
@@ -92,7 +149,25 @@ pub fn finding(rule: &Rule, span: Span, message: String, help: impl Into<String>
         evidence: Vec::new(),
         help: help.into(),
         objects: Vec::new(),
+        when: None,
     }
+}
+
+/// For a rule whose cost is paid each time its path runs (a read, a write, a requeue per pass): the default
+/// severity is for the steady state — every reconcile, or a branch whose condition holds on every pass — and the
+/// rarer paths (a spec change, a transition, drift, deletion, an error retry) are `info`. Rules whose cost is per
+/// occurrence (a status dropped, a 409, a blocked thread, a series created) keep their severity on every path.
+pub fn per_pass(mut f: Finding) -> Finding {
+    let steady = f.when.as_ref().is_none_or(|w| {
+        matches!(
+            w.path,
+            WhenKind::EveryReconcile | WhenKind::Branch | WhenKind::Startup
+        )
+    });
+    if !steady {
+        f.severity = Severity::Info;
+    }
+    f
 }
 
 /// Formats seconds the way people write them: `5s`, `500ms`, `2m`.

@@ -278,6 +278,30 @@ pub struct ApiArgCall {
     pub call: ApiCall<()>,
 }
 
+/// The condition of the branch a call is on, as written (whitespace collapsed, cut at
+/// [`Guard::MAX_TEXT`] characters), and what kind of condition it is: what a finding says of when it runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Guard {
+    pub kind: GuardKind,
+    pub text: String,
+}
+
+impl Guard {
+    pub const MAX_TEXT: usize = 60;
+}
+
+/// What a branch's condition asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GuardKind {
+    /// Did the spec change: a generation compared with the observed one, a spec hash or a spec field compared.
+    SpecChange,
+    /// Does the actual state differ from the desired one: a `!=` comparison, a `needs_update`-style flag.
+    Drift,
+    /// Anything else (a feature switched on in the spec, an `Option` present): the branch runs on every pass on
+    /// which its condition holds.
+    Other,
+}
+
 /// A call of a kube `Api` method. `M` is what it asks of the API server; `()` before it is known.
 #[derive(Debug, Clone)]
 pub struct ApiCall<M = ApiMethod> {
@@ -301,6 +325,10 @@ pub struct ApiCall<M = ApiMethod> {
     pub after_change_on_branch: bool,
     /// Inside an `if`/`match` branch of its function.
     pub on_branch: bool,
+    /// On the deletion path (see [`CallPath::Deletion`]).
+    pub on_deletion: bool,
+    /// The condition of the innermost `if` it is under, when that condition says when it runs.
+    pub guard: Option<Guard>,
     /// On a branch arm that, after this call, creates, deletes or writes a status (an API call, or a call of a
     /// function named for it: `set_phase`, `update_status`): a creation or state-transition step, which runs until
     /// its write lands rather than on every pass.
@@ -329,6 +357,8 @@ impl<M> ApiCall<M> {
             on_error: self.on_error,
             after_change_on_branch: self.after_change_on_branch,
             on_branch: self.on_branch,
+            on_deletion: self.on_deletion,
+            guard: self.guard,
             then_writes_on_branch: self.then_writes_on_branch,
             server_side_apply: self.server_side_apply,
             text: self.text,

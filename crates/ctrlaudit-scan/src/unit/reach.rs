@@ -35,6 +35,25 @@ impl Unit<'_> {
             .collect()
     }
 
+    /// The functions that one Controller's reconcile reaches (its error paths too), or `None` when which function
+    /// it runs is not known: what a finding about that Controller may cite, never another Controller's code.
+    pub fn reach_of(&self, file: usize, c: &crate::sema::ControllerModel) -> Option<Vec<FnId>> {
+        let name = c.run.as_ref()?.reconcile.as_ref()?;
+        let roots: Vec<(FnId, Vec<String>)> = self
+            .resolve(name, file)
+            .into_iter()
+            .map(|r| (r, vec![self.func(r).name.clone()]))
+            .collect();
+        if roots.is_empty() {
+            return None;
+        }
+        Some(
+            self.walk_calls(roots, Edges::WithErrors)
+                .into_keys()
+                .collect(),
+        )
+    }
+
     fn root_paths(&self) -> Vec<(FnId, Vec<String>)> {
         self.reconcile_roots()
             .into_iter()
