@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """scan's accuracy on real operators: fetches the published crates of corpus/crates.tsv from crates.io (checked
 against the index's sha256), scans each with kubectl-ctrlaudit, and scores the findings against
-corpus/labels.tsv: precision and recall per rule and overall, then every finding not yet labelled (in the labels
-file's format, to review and paste), every finding labelled false, and every labelled true case that was missed.
+corpus/labels.tsv: precision (debatable findings counted for scan), strict precision (debatable counted against
+it) and recall, per rule and overall, at warning and at info, for the whole corpus with this binary and for each
+blind batch as it was first scanned (corpus/blind/BATCH.tsv); then every finding not yet labelled (in the labels
+file's format, to review and paste), every finding labelled false, and every expected case that was missed.
 
-Usage: corpus/run.sh [--bin PATH] [--dir DIR] [--min-severity info|warning|error]
+Usage: corpus/run.sh [--bin PATH] [--dir DIR] [--min-severity info|warning|error] [--record-blind BATCH]
 No third-party code is stored in this repository: the crates go to DIR (default /tmp/ctrlaudit-corpus).
 """
 
@@ -100,29 +102,104 @@ def scan(binary, crate_dir, cargo_home):
     return json.loads(out.stdout)
 
 
+LABELS = ("true", "false", "debatable")
+
+
+def read_labels():
+    """(crate@version, path, line, code) -> (label, reason). A label is `true` (the rule's anti-pattern, as a
+    senior controller author would call it), `false` (a false alarm, or a trap written down before scanning: code
+    that looks bad but is fine) or `debatable` (true but misleading, e.g. said of every reconcile about a read on
+    a rare path)."""
+    labels = {}
+    for r in read_tsv(os.path.join(HERE, "labels.tsv")):
+        if len(r) < 6 or r[4] not in LABELS:
+            sys.exit(f"labels.tsv: bad row {r!r} (crate@version, path, line, code, true|false|debatable, reason)")
+        labels[(r[0], r[1], int(r[2]), r[3])] = (r[4], r[5])
+    return labels
+
+
+def read_blind():
+    """The first scan of each blind batch, as recorded before any code was changed for its crates:
+    batch -> {(crate@version, path, line, code): severity}."""
+    out = {}
+    folder = os.path.join(HERE, "blind")
+    if not os.path.isdir(folder):
+        return out
+    for name in sorted(os.listdir(folder)):
+        if not name.endswith(".tsv"):
+            continue
+        rows = {}
+        for r in read_tsv(os.path.join(folder, name)):
+            rows[(r[0], r[1], int(r[2]), r[3])] = r[4]
+        out[name[: -len(".tsv")]] = rows
+    return out
+
+
+def score(found, labels, crates, min_severity):
+    """Per rule: true, debatable and false findings at or above `min_severity`, unlabelled ones, and the expected
+    (`true`) cases of `crates` found at any severity or missed. `found` maps a key to its severity."""
+    per = collections.defaultdict(collections.Counter)
+    for key, sev in found.items():
+        if SEVERITY[sev] < SEVERITY[min_severity]:
+            continue
+        label = labels.get(key, (None, ""))[0]
+        per[key[3]][{"true": "tp", "debatable": "deb", "false": "fp", None: "unlabelled"}[label]] += 1
+    for key, (label, _) in labels.items():
+        if label != "true" or key[0] not in crates:
+            continue
+        per[key[3]]["found" if key in found else "fn"] += 1
+    return per
+
+
+def pct(n, d):
+    return f"{100.0 * n / d:.1f}%" if d else "—"
+
+
+def figures(c):
+    """Precision (debatable counted for scan), strict precision (debatable counted against) and recall."""
+    judged = c["tp"] + c["deb"] + c["fp"]
+    return (pct(c["tp"] + c["deb"], judged), pct(c["tp"], judged), pct(c["found"], c["found"] + c["fn"]))
+
+
+def print_table(title, per):
+    print(f"\n{title}\n")
+    print("| rule | findings | true | debatable | false | unlabelled | missed | precision | strict | recall |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    total = collections.Counter()
+    for code in sorted(per):
+        c = per[code]
+        total.update(c)
+        n = c["tp"] + c["deb"] + c["fp"] + c["unlabelled"]
+        print(f"| {code} | {n} | {c['tp']} | {c['deb']} | {c['fp']} | {c['unlabelled']} | {c['fn']} | "
+              + " | ".join(figures(c)) + " |")
+    n = total["tp"] + total["deb"] + total["fp"] + total["unlabelled"]
+    print(f"| all | {n} | {total['tp']} | {total['deb']} | {total['fp']} | {total['unlabelled']} | {total['fn']} | "
+          + " | ".join(figures(total)) + " |")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bin", default="target/release/kubectl-ctrlaudit")
     ap.add_argument("--dir", default=os.environ.get("CTRLAUDIT_CORPUS_DIR", "/tmp/ctrlaudit-corpus"))
-    ap.add_argument("--min-severity", choices=list(SEVERITY), default="info",
-                    help="score only findings at or above this severity")
+    ap.add_argument("--min-severity", choices=list(SEVERITY), default="warning",
+                    help="the lowest severity precision judges (recall counts a case found at any severity); "
+                    "both warning and info tables are printed, this one is the one the details list")
+    ap.add_argument("--record-blind", metavar="BATCH",
+                    help="write the findings of the crates of BATCH (crates.tsv's fifth column) to "
+                    "corpus/blind/BATCH.tsv: the first scan of a new batch, before any code changes for it")
     a = ap.parse_args()
     os.makedirs(a.dir, exist_ok=True)
 
-    crates = [(r[0], r[1], r[2]) for r in read_tsv(os.path.join(HERE, "crates.tsv"))]
-    # (crate@version, path, line, code) -> (expected, reason)
-    labels = {}
-    for r in read_tsv(os.path.join(HERE, "labels.tsv")):
-        if len(r) < 6 or r[4] not in ("true", "false"):
-            sys.exit(f"labels.tsv: bad row {r!r} (crate@version, path, line, code, true|false, reason)")
-        labels[(r[0], r[1], int(r[2]), r[3])] = (r[4] == "true", r[5])
+    crates = [(r[0], r[1], r[2], r[4] if len(r) > 4 else "") for r in read_tsv(os.path.join(HERE, "crates.tsv"))]
+    labels = read_labels()
+    blind = read_blind()
 
-    found = {}  # key -> (severity, message), at or above --min-severity: what precision judges
-    reported = set()  # every finding at any severity: a true case reported at info is not missed
+    found = {}  # key -> severity, every finding of the corpus
+    messages = {}
     cargo_home = os.path.join(a.dir, "cargo-home")
     registry = os.path.join(cargo_home, "registry", "src", "corpus")
     os.makedirs(registry, exist_ok=True)
-    for name, version, sha in crates:
+    for name, version, sha, _batch in crates:
         d = fetch(name, version, sha, a.dir)
         fetch_kube_dependencies(d, name, registry)
         doc = scan(a.bin, d, cargo_home)
@@ -130,65 +207,56 @@ def main():
             s = f["subject"]
             if s.get("type") != "source":
                 continue
-            path = os.path.relpath(s["file"], d)
-            key = (f"{name}@{version}", path, s["line"], f["code"])
-            reported.add(key)
-            if SEVERITY[f["severity"]] >= SEVERITY[a.min_severity]:
-                found[key] = (f["severity"], f["message"])
+            key = (f"{name}@{version}", os.path.relpath(s["file"], d), s["line"], f["code"])
+            found[key] = f["severity"]
+            messages[key] = f["message"]
 
-    per = collections.defaultdict(lambda: collections.Counter())
-    unlabelled = []
-    false_alarms = []
-    for key, (sev, msg) in sorted(found.items()):
-        code = key[3]
-        label = labels.get(key)
-        if label is None:
-            per[code]["unlabelled"] += 1
-            unlabelled.append((key, sev, msg))
-        elif label[0]:
-            per[code]["tp"] += 1
-        else:
-            per[code]["fp"] += 1
-            false_alarms.append((key, sev, label[1]))
-    missed = []
-    for key, (expected, reason) in sorted(labels.items()):
-        if not expected:
-            continue
-        if key in reported:
-            per[key[3]]["found"] += 1  # at any severity: recall does not depend on --min-severity
-        else:
-            per[key[3]]["fn"] += 1
-            missed.append((key, reason))
+    if a.record_blind:
+        members = {f"{n}@{v}" for n, v, _, b in crates if b == a.record_blind}
+        if not members:
+            sys.exit(f"no crate of crates.tsv is in batch {a.record_blind}")
+        path = os.path.join(HERE, "blind", f"{a.record_blind}.tsv")
+        if os.path.exists(path):
+            sys.exit(f"{path} exists: a blind record is written once, before tuning")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as out:
+            out.write(f"# the first scan of batch {a.record_blind} ({len(members)} crates), before any code changed "
+                      "for them: crate@version, path, line, code, severity\n")
+            for key in sorted(k for k in found if k[0] in members):
+                out.write("\t".join([key[0], key[1], str(key[2]), key[3], found[key]]) + "\n")
+        print(f"wrote {path}")
 
-    def pct(n, d):
-        return f"{100.0 * n / d:.1f}%" if d else "—"
+    all_crates = {f"{n}@{v}" for n, v, _, _ in crates}
+    print(f"{len(crates)} crates, {len(found)} findings")
+    for sev in ("warning", "info"):
+        print_table(f"Corpus (every crate, this binary), findings at {sev} or above:",
+                    score(found, labels, all_crates, sev))
+    for batch, rows in blind.items():
+        members = {k[0] for k in rows} | {f"{n}@{v}" for n, v, _, b in crates if b == batch}
+        for sev in ("warning", "info"):
+            print_table(f"Blind: batch {batch} ({len(members)} crates) as first scanned, at {sev} or above:",
+                        score(rows, labels, members, sev))
 
-    print(f"{len(crates)} crates, findings at {a.min_severity} or above: {len(found)}")
-    print()
-    print("| rule | findings | true | false | unlabelled | missed | precision | recall |")
-    print("|---|---|---|---|---|---|---|---|")
-    total = collections.Counter()
-    for code in sorted(per):
-        c = per[code]
-        total.update(c)
-        n = c["tp"] + c["fp"] + c["unlabelled"]
-        print(f"| {code} | {n} | {c['tp']} | {c['fp']} | {c['unlabelled']} | {c['fn']} | "
-              f"{pct(c['tp'], c['tp'] + c['fp'])} | {pct(c['found'], c['found'] + c['fn'])} |")
-    n = total["tp"] + total["fp"] + total["unlabelled"]
-    print(f"| all | {n} | {total['tp']} | {total['fp']} | {total['unlabelled']} | {total['fn']} | "
-          f"{pct(total['tp'], total['tp'] + total['fp'])} | {pct(total['found'], total['found'] + total['fn'])} |")
+    unlabelled = sorted(k for k, sev in found.items()
+                        if k not in labels and SEVERITY[sev] >= SEVERITY["info"])
     if unlabelled:
-        print(f"\n{len(unlabelled)} findings not in corpus/labels.tsv (label each true or false, with a reason):")
-        for (crate, path, line, code), sev, msg in unlabelled:
-            print(f"{crate}\t{path}\t{line}\t{code}\t?\t{sev}: {msg}")
+        print(f"\n{len(unlabelled)} findings not in corpus/labels.tsv (label each true, false or debatable):")
+        for key in unlabelled:
+            crate, path, line, code = key
+            print(f"{crate}\t{path}\t{line}\t{code}\t?\t{found[key]}: {messages[key]}")
+    false_alarms = sorted(k for k, sev in found.items() if labels.get(k, ("",))[0] == "false"
+                          and SEVERITY[sev] >= SEVERITY[a.min_severity])
     if false_alarms:
-        print(f"\n{len(false_alarms)} findings labelled false (what to fix for precision):")
-        for (crate, path, line, code), sev, reason in false_alarms:
-            print(f"{crate}\t{path}\t{line}\t{code}\t{sev}\t{reason}")
+        print(f"\n{len(false_alarms)} findings labelled false at {a.min_severity} or above (what to fix for precision):")
+        for key in false_alarms:
+            crate, path, line, code = key
+            print(f"{crate}\t{path}\t{line}\t{code}\t{found[key]}\t{labels[key][1]}")
+    missed = sorted(k for k, (label, _) in labels.items() if label == "true" and k not in found)
     if missed:
         print(f"\n{len(missed)} labelled true cases that scan did not report:")
-        for (crate, path, line, code), reason in missed:
-            print(f"{crate}\t{path}\t{line}\t{code}\t{reason}")
+        for key in missed:
+            crate, path, line, code = key
+            print(f"{crate}\t{path}\t{line}\t{code}\t{labels[key][1]}")
     return 0
 
 
