@@ -259,7 +259,8 @@ impl When {
             }
             (WhenKind::Drift, c) => format!("when drift is found{}", c.unwrap_or_default()),
             (WhenKind::Deletion, _) => "on deletion".into(),
-            (WhenKind::Startup, _) => "outside reconcile".into(),
+            // Calls through trait objects, closures stored in fields or macros are not all followed: say so.
+            (WhenKind::Startup, _) => "outside reconcile, as far as scan follows calls".into(),
             (WhenKind::ErrorRetry, _) => "when an error is retried".into(),
             (WhenKind::Branch, Some(_)) => {
                 format!("when `{}`", self.condition.as_deref().unwrap_or_default())
