@@ -29,6 +29,7 @@ use api_calls::*;
 use controllers::*;
 use flow::*;
 use lower::compact;
+use paths::Cond;
 use syntax::*;
 use volatile::*;
 
@@ -211,7 +212,7 @@ pub struct Extractor<'a, 'ast> {
     deletion_path: usize,
     /// Per enclosing `if` branch, innermost last: the condition that says when it runs, if it does (see
     /// [`ApiCall::guard`]).
-    conditions: Vec<Option<Guard>>,
+    conditions: Vec<Option<Cond<'ast>>>,
     /// Per enclosing block: the strongest write-like call seen in it so far (see `Requeue::after_change`).
     block_writes: Vec<Written>,
     /// Per enclosing `if`: was its branch taken because something was written or changed?

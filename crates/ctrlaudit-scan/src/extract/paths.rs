@@ -378,21 +378,68 @@ impl<'ast> Extractor<'_, 'ast> {
     }
 }
 
+/// The condition of an `if` branch being walked: classified at once, rendered as text only for the API calls
+/// under it (most branches have none).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Cond<'ast> {
+    expr: &'ast Expr,
+    kind: GuardKind,
+    /// The `else` of `expr`.
+    negated: bool,
+}
+
 impl<'ast> Extractor<'_, 'ast> {
-    /// The condition of an `if` as a [`Guard`]: its text as written and what it asks.
-    pub(super) fn guard_of(&self, cond: &Expr, cond_text: &str) -> Guard {
-        // `if let Some(x) = y` reads as "`y` is `Some(x)`".
-        let text = match cond {
-            Expr::Let(l) => format!("{} is {}", self.written(&*l.expr), self.written(&*l.pat)),
-            _ => self.written(cond),
+    /// The conditions of the two branches of `if cond`: the `then`'s, and the `else`'s — none when the `then` is
+    /// the exception (a spec change, a drift), for then the `else` is the steady state, nor for `if let`, whose
+    /// negation says nothing worth printing.
+    pub(super) fn branch_conds(
+        cond: &'ast Expr,
+        cond_text: &str,
+    ) -> (Cond<'ast>, Option<Cond<'ast>>) {
+        let kind = guard_kind(cond_text);
+        let then = Cond {
+            expr: cond,
+            kind,
+            negated: false,
         };
-        let text = if text.is_empty() {
-            cond_text.to_string()
+        let otherwise =
+            (kind == GuardKind::Other && !matches!(cond, Expr::Let(_))).then_some(Cond {
+                negated: true,
+                ..then
+            });
+        (then, otherwise)
+    }
+
+    /// The guard that says most about when the node being visited runs: the innermost spec-change or drift
+    /// condition around it, else the innermost condition.
+    pub(super) fn innermost_guard(&self) -> Option<Guard> {
+        let mut around = self.conditions.iter().rev().flatten();
+        let innermost = around.clone().next().copied();
+        let c = around
+            .find(|c| c.kind != GuardKind::Other)
+            .copied()
+            .or(innermost)?;
+        Some(self.guard_of(c))
+    }
+
+    /// A condition as a [`Guard`]: its text as written (`if let Some(x) = y` reads "`y` is `Some(x)`").
+    fn guard_of(&self, c: Cond<'ast>) -> Guard {
+        let text = match c.expr {
+            Expr::Let(l) => format!("{} is {}", self.written(&*l.expr), self.written(&*l.pat)),
+            e => self.written(e),
+        };
+        let text = if text.trim().is_empty() {
+            compact(c.expr)
+        } else {
+            text
+        };
+        let text = if c.negated {
+            format!("!({text})")
         } else {
             text
         };
         Guard {
-            kind: guard_kind(cond_text),
+            kind: c.kind,
             text: cut(text, Guard::MAX_TEXT),
         }
     }
@@ -403,31 +450,6 @@ impl<'ast> Extractor<'_, 'ast> {
             .and_then(|s| s.get(node.span().byte_range()))
             .map(|t| t.split_whitespace().collect::<Vec<_>>().join(" "))
             .unwrap_or_default()
-    }
-
-    /// The guard of the `else` of an `if` whose condition is `then`: none when the `then` is the exception (a
-    /// spec change, a drift), for then the `else` is the steady state; the negated condition otherwise.
-    pub(super) fn else_guard(then: &Guard, cond: &Expr) -> Option<Guard> {
-        match then.kind {
-            GuardKind::SpecChange | GuardKind::Drift => None,
-            // `if let Some(x) = …` has no negation worth printing.
-            GuardKind::Other if matches!(cond, Expr::Let(_)) => None,
-            GuardKind::Other => Some(Guard {
-                kind: GuardKind::Other,
-                text: cut(format!("!({})", then.text), Guard::MAX_TEXT),
-            }),
-        }
-    }
-
-    /// The guard that says most about when the node being visited runs: the innermost spec-change or drift
-    /// condition around it, else the innermost condition.
-    pub(super) fn innermost_guard(&self) -> Option<Guard> {
-        let mut around = self.conditions.iter().rev().flatten();
-        let innermost = around.clone().next().cloned();
-        around
-            .find(|g| g.kind != GuardKind::Other)
-            .cloned()
-            .or(innermost)
     }
 }
 

@@ -450,9 +450,8 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
         let deleting = deletion_condition(&i.cond, &cond_text);
         self.deletion_path += usize::from(deleting == Some(true));
         self.change_branches.push(signals_change(&cond_text));
-        let then_guard = self.guard_of(&i.cond, &cond_text);
-        let else_guard = Self::else_guard(&then_guard, &i.cond);
-        self.conditions.push(Some(then_guard));
+        let (then_cond, else_cond) = Self::branch_conds(&i.cond, &cond_text);
+        self.conditions.push(Some(then_cond));
         let then_fails = block_fails(&i.then_branch);
         let mut wrote = vec![self.in_arm(then_fails, |s| s.visit_block(&i.then_branch))];
         self.conditions.pop();
@@ -461,7 +460,7 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
         self.error_path -= usize::from(on_error);
         if let Some((_, e)) = &i.else_branch {
             self.deletion_path += usize::from(deleting == Some(false));
-            self.conditions.push(else_guard);
+            self.conditions.push(else_cond);
             wrote.push(self.in_arm(arm_fails(e), |s| s.visit_expr(e)));
             self.conditions.pop();
             self.deletion_path -= usize::from(deleting == Some(false));
