@@ -221,7 +221,8 @@ pub enum WhenKind {
     Startup,
     /// After something failed: an error arm, `error_policy`'s retry.
     ErrorRetry,
-    /// On a branch taken only under its condition.
+    /// On a branch whose condition says nothing of change (a feature switched on in the spec, an `Option`
+    /// present): on every pass on which the condition holds, so judged as the steady state.
     Branch,
 }
 
@@ -341,5 +342,31 @@ pub fn group_kind(group: &str, kind: &str) -> String {
         kind.to_string()
     } else {
         format!("{kind}.{group}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_path_is_said_in_words_and_named_in_kebab_case() {
+        let spec = When {
+            path: WhenKind::SpecChange,
+            condition: Some("observed != generation".into()),
+        };
+        assert_eq!(
+            spec.phrase(),
+            "when the spec changes (`observed != generation`)"
+        );
+        let every = When::new(WhenKind::EveryReconcile);
+        assert_eq!(every.phrase(), "on every reconcile");
+        let branch = When {
+            path: WhenKind::Branch,
+            condition: Some("spec.tls is Some(tls)".into()),
+        };
+        assert_eq!(branch.phrase(), "when `spec.tls is Some(tls)`");
+        assert_eq!(When::new(WhenKind::ErrorRetry).to_string(), "error-retry");
+        assert_eq!(WhenKind::EveryReconcile.as_str(), "every-reconcile");
     }
 }

@@ -510,3 +510,40 @@ fn cut(text: String, max: usize) -> String {
     out.push('…');
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conditions_are_told_apart_by_what_they_ask() {
+        for spec in [
+            "obj.status.observed_generation!=obj.metadata.generation",
+            "spec_hash!=last_hash",
+            "obj.spec!=last_applied_spec",
+        ] {
+            assert_eq!(guard_kind(spec), GuardKind::SpecChange, "{spec}");
+        }
+        for drift in [
+            "observed!=tenant.spec.labels",
+            "needs_update",
+            "existing.is_none()",
+            "!current.data.eq(&desired.data)",
+        ] {
+            assert_eq!(guard_kind(drift), GuardKind::Drift, "{drift}");
+        }
+        for other in [
+            "letSome(tls)=obj.spec.tls",
+            "child.metadata.deletion_timestamp.is_none()",
+            "replicas==0",
+        ] {
+            assert_eq!(guard_kind(other), GuardKind::Other, "{other}");
+        }
+    }
+
+    #[test]
+    fn a_long_condition_is_cut_with_an_ellipsis() {
+        assert_eq!(cut("abc".into(), 3), "abc");
+        assert_eq!(cut("abcdef".into(), 4), "abc…");
+    }
+}
