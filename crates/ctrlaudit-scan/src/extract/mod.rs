@@ -485,6 +485,7 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
         let Some(mut ctx) = self.fns.pop() else {
             return;
         };
+        ctx.model.last_line = block.brace_token.span.close().start().line;
         let returned = collect_returns(block);
         // Every value it returns carries the stamp: not one only compared with (a dedup window check), nor one
         // that only the creation path puts in a name.

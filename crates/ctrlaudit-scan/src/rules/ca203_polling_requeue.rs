@@ -129,13 +129,17 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
                 .fn_at(fi, l.span.line)
                 .map(|id| cx.when_fn(id))
                 .unwrap_or(When::new(WhenKind::Startup));
-            out.push(finding(
+            out.push(per_pass(finding(
                 &crate::registry::CA203,
                 l.span.clone(),
-                when,
-                format!("`loop` polls the API server with a sleep in a loop (in `{}`)", l.in_fn),
+                when.clone(),
+                format!(
+                    "`loop` polls the API server with a sleep in a loop (in `{}`), {}",
+                    l.in_fn,
+                    when.phrase()
+                ),
                 "watch instead of polling: a `watcher`/`reflector` Store, or a Controller with `.watches`",
-            ));
+            )));
         }
     }
 }

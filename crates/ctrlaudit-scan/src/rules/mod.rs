@@ -101,10 +101,14 @@ impl<'u> Ctx<'u> {
         self.when_fn(id)
     }
 
-    /// On which path the body of function `id` runs, from how reconcile reaches it: only through an error path,
-    /// only through a transition step, or on every pass. Start-up code (not reached from reconcile) is
-    /// [`WhenKind::Startup`].
+    /// On which path the body of function `id` runs: an error policy's on an error retry; otherwise from how
+    /// reconcile reaches it: only through an error path, only through a transition step, or on every pass.
+    /// Start-up code (not reached from reconcile) is [`WhenKind::Startup`].
     pub fn when_fn(&self, id: FnId) -> When {
+        // The Controller runs its error policy after each failed reconcile.
+        if self.policies.contains(&id) {
+            return When::new(WhenKind::ErrorRetry);
+        }
         if !self.reach.contains_key(&id) {
             When::new(WhenKind::Startup)
         } else if self.error_only.contains(&id) {

@@ -111,7 +111,10 @@ pub struct FnModel {
     pub name: String,
     pub self_ty: Option<String>,
     pub is_async: bool,
+    /// Its name.
     pub span: Span,
+    /// The line its body ends on (`span` is where its name is): what a place inside it lies between.
+    pub last_line: usize,
     /// The `K` of a first parameter `Arc<K>`, `&K` or `K` when the function looks like a reconcile.
     pub object_kind: Option<String>,
     /// The type parameters it is generic over, its own first, in order, then its impl's: `K` of

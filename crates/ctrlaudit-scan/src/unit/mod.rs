@@ -483,16 +483,16 @@ impl<'m> Unit<'m> {
         out
     }
 
-    /// Every function id of the crate (its dependencies' left out).
     /// The innermost function of file `file` whose body holds line `line`.
     pub fn fn_at(&self, file: usize, line: usize) -> Option<FnId> {
         let fns = &self.files.get(file)?.fns;
         (0..fns.len())
-            .filter(|&i| (fns[i].span.line..=fns[i].span.end_line).contains(&line))
+            .filter(|&i| (fns[i].span.line..=fns[i].last_line).contains(&line))
             .max_by_key(|&i| fns[i].span.line)
             .map(|i| (file, i))
     }
 
+    /// Every function id of the crate (its dependencies' left out).
     pub fn all_fns(&self) -> impl Iterator<Item = FnId> + '_ {
         self.files
             .iter()
