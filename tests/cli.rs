@@ -754,7 +754,9 @@ fn kubectl_plugin_completion_runs_through_the_completer_link() {
     // `ctrlaudit` and reads cobra's format (candidates, then `:directive`).
     let dir = tempfile::tempdir().unwrap();
     let bin = std::path::Path::new(env!("CARGO_BIN_EXE_kubectl-ctrlaudit"));
-    std::fs::copy(bin, dir.path().join("kubectl-ctrlaudit")).unwrap();
+    // A link, not a copy: a copy is a file this process opened for writing, and a child another test forks
+    // meanwhile holds that descriptor until it execs, so running the copy can fail with "Text file busy".
+    std::os::unix::fs::symlink(bin, dir.path().join("kubectl-ctrlaudit")).unwrap();
     std::os::unix::fs::symlink(
         "kubectl-ctrlaudit",
         dir.path().join("kubectl_complete-ctrlaudit"),
