@@ -124,11 +124,7 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
             .iter()
             .filter(|l| l.reads && !l.writes && !crate::sema::tells_conflict(&l.error_signs))
         {
-            let when = cx
-                .unit
-                .fn_at(fi, l.span.line)
-                .map(|id| cx.when_fn(id))
-                .unwrap_or(When::new(WhenKind::Startup));
+            let when = cx.when_at(fi, l.span.line);
             out.push(per_pass(finding(
                 &crate::registry::CA203,
                 l.span.clone(),

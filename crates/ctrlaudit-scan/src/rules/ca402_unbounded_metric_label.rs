@@ -2,7 +2,7 @@
 //! a new series, kept until restart (kcp dropped ~140,000 series at 10,000 workspaces).
 
 use super::{Ctx, finding};
-use crate::finding::{Finding, When, WhenKind};
+use crate::finding::Finding;
 use crate::sema::TextExpr;
 
 /// Text that grows with the number of objects, namespaces or distinct errors: an object's identity, an error's
@@ -31,11 +31,7 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
                 .map(|(name, text)| format!(", which is `{text}` (`{name}`)"))
                 .unwrap_or_default();
             // A series is created whichever path records it: the rule's cost is per occurrence.
-            let when = cx
-                .unit
-                .fn_at(fi, l.span.line)
-                .map(|id| cx.when_fn(id))
-                .unwrap_or(When::new(WhenKind::Startup));
+            let when = cx.when_at(fi, l.span.line);
             out.push(finding(
                 &crate::registry::CA402,
                 l.span.clone(),

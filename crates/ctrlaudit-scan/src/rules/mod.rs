@@ -120,6 +120,14 @@ impl<'u> Ctx<'u> {
         }
     }
 
+    /// On which path line `line` of file `file` runs: its function's (see [`Self::when_fn`]); code in no
+    /// function is [`WhenKind::Startup`].
+    pub fn when_at(&self, file: usize, line: usize) -> When {
+        self.unit
+            .fn_at(file, line)
+            .map_or(When::new(WhenKind::Startup), |id| self.when_fn(id))
+    }
+
     pub fn via(&self, id: FnId) -> String {
         match self.reach.get(&id) {
             Some(p) if p.len() > 1 => format!(" (via {})", p.join(" → ")),

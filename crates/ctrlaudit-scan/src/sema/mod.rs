@@ -296,7 +296,8 @@ impl Guard {
 /// What a branch's condition asks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GuardKind {
-    /// Did the spec change: a generation compared with the observed one, a spec hash or a spec field compared.
+    /// Did the spec change: a generation compared with the observed one, a spec hash, or the spec compared with
+    /// the one last acted on.
     SpecChange,
     /// Does the actual state differ from the desired one: a `!=` comparison, a `needs_update`-style flag.
     Drift,
