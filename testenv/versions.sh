@@ -9,6 +9,7 @@ ACTIONLINT_VERSION=v1.7.12
 
 # Where built binaries live: outside the checkout, keyed by component and version.
 TESTENV_CACHE=${CTRLAUDIT_TESTENV_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kubectl-ctrlaudit/testenv}
-KUBE_APISERVER_BIN=$TESTENV_CACHE/kube-apiserver-$KUBE_VERSION/kube-apiserver
-ETCD_BIN=$TESTENV_CACHE/etcd-$ETCD_VERSION/etcd
+# `kubectl ctrlaudit demo` points start.sh at controller-tools' envtest binaries instead, when it downloaded them.
+KUBE_APISERVER_BIN=${CTRLAUDIT_KUBE_APISERVER_BIN:-$TESTENV_CACHE/kube-apiserver-$KUBE_VERSION/kube-apiserver}
+ETCD_BIN=${CTRLAUDIT_ETCD_BIN:-$TESTENV_CACHE/etcd-$ETCD_VERSION/etcd}
 ACTIONLINT_BIN=$TESTENV_CACHE/actionlint-$ACTIONLINT_VERSION/actionlint

@@ -2,6 +2,8 @@
 //! (`.pre-commit-hooks.yaml`) are well-formed, and the command lines they run are ones the binary accepts.
 #![allow(clippy::unwrap_used)]
 
+mod file_server;
+
 use clap::Parser;
 use ctrlaudit::cli::Cli;
 use std::path::PathBuf;
@@ -268,44 +270,6 @@ fn actionlint_passes_on_the_workflows_and_the_action() {
     );
 }
 
-/// A file server on 127.0.0.1 for `release/fetch.sh`: GET of a file under `root`, 404 for anything else.
-fn serve(root: PathBuf) -> String {
-    use std::io::{BufRead, BufReader, Write};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut request = String::new();
-            if reader.read_line(&mut request).is_err() {
-                continue;
-            }
-            let mut header = String::new();
-            while reader.read_line(&mut header).is_ok_and(|n| n > 2) {
-                header.clear();
-            }
-            let path = request.split_whitespace().nth(1).unwrap_or("/").to_string();
-            let file = root.join(path.trim_start_matches('/'));
-            let response = match std::fs::read(&file) {
-                Ok(body) if !path.contains("..") => {
-                    let mut r = format!(
-                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                        body.len()
-                    )
-                    .into_bytes();
-                    r.extend(body);
-                    r
-                }
-                _ => b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-                    .to_vec(),
-            };
-            let _ = stream.write_all(&response);
-        }
-    });
-    format!("http://{addr}")
-}
-
 /// The Action's download: `release/fetch.sh` installs the archive of a version from a release server (here a
 /// local one holding a real archive of this build) after checking it against checksums.txt; a tampered archive
 /// installs nothing and fails; a version or platform without an archive exits 3, where the Action builds instead.
@@ -347,7 +311,8 @@ fn the_action_downloads_and_verifies_a_release_archive() {
     };
     let sum = sha(&dir.join(&archive));
     std::fs::write(dir.join("checksums.txt"), format!("{sum}  {archive}\n")).unwrap();
-    let base = serve(releases.clone());
+    let server = file_server::serve(releases.clone());
+    let base = server.url.clone();
     let fetch = |version: &str, dest: &std::path::Path| {
         std::process::Command::new(
             PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("release/fetch.sh"),

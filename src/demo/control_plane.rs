@@ -1,6 +1,8 @@
 //! The demo's own control plane: testenv's scripts and Go module files are compiled into the binary, written to
-//! the cache on first use and run from there, so that an installed `kubectl ctrlaudit demo` builds (once, from
-//! the Go module proxy) and starts the same kube-apiserver and etcd as the tests, and stops them again.
+//! the cache on first use and run from there, so that an installed `kubectl ctrlaudit demo` starts the same
+//! kind of kube-apiserver and etcd as the tests, and stops them again. The binaries are the tests' Go-built
+//! ones when the cache has them, else controller-tools' envtest archive (`envtest`, no Go needed), else a
+//! build from the Go module proxy.
 
 use std::io::{BufRead, BufReader, IsTerminal};
 use std::path::{Path, PathBuf};
@@ -8,6 +10,8 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
+
+use super::envtest;
 
 /// testenv's files, by path under `testenv/`: what `build.sh` and `start.sh` need and nothing else.
 pub const FILES: &[(&str, &str)] = &[
@@ -111,10 +115,16 @@ impl ControlPlane {
         let cache = cache_root()?;
         std::fs::create_dir_all(&cache).with_context(|| format!("creating {}", cache.display()))?;
         let scripts = unpack(&cache)?;
-        build(&scripts)?;
+        let binaries = obtain(&cache, &scripts)?;
         let state_dir = tempdir()?;
         eprintln!("demo: starting kube-apiserver and etcd on loopback ports…");
-        let out = Command::new("bash")
+        let mut start = Command::new("bash");
+        if let Some(b) = &binaries {
+            start
+                .env(APISERVER_BIN_ENV, &b.kube_apiserver)
+                .env(ETCD_BIN_ENV, &b.etcd);
+        }
+        let out = start
             .arg(scripts.join("start.sh"))
             .args(["--audit", "--state-dir"])
             .arg(&state_dir)
@@ -207,6 +217,62 @@ fn tempdir() -> Result<PathBuf> {
         }
     }
     bail!("could not create a state dir under {}", base.display())
+}
+
+/// What `testenv/versions.sh` reads instead of the Go-built binaries' paths.
+const APISERVER_BIN_ENV: &str = "CTRLAUDIT_KUBE_APISERVER_BIN";
+const ETCD_BIN_ENV: &str = "CTRLAUDIT_ETCD_BIN";
+
+/// A `NAME=value` assignment of the embedded `versions.sh`, so that the paths below follow its pins.
+fn pinned(name: &str) -> Option<&'static str> {
+    let (_, text) = FILES.iter().find(|(p, _)| *p == "versions.sh")?;
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix('='))
+        .map(str::trim)
+}
+
+/// Whether the cache holds Go-built binaries at versions.sh's pins (build.sh then only checks them).
+fn built_in(cache: &Path) -> bool {
+    let (Some(kube), Some(etcd)) = (pinned("KUBE_VERSION"), pinned("ETCD_VERSION")) else {
+        return false;
+    };
+    cache
+        .join(format!("kube-apiserver-{kube}/kube-apiserver"))
+        .is_file()
+        && cache.join(format!("etcd-{etcd}/etcd")).is_file()
+}
+
+fn go_on_path() -> bool {
+    Command::new("go")
+        .arg("version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// The binaries to start: the Go-built ones already cached (`None`: start.sh's defaults), an earlier or new
+/// envtest download, or — when the download fails and Go is there — a build.
+fn obtain(cache: &Path, scripts: &Path) -> Result<Option<envtest::Binaries>> {
+    if built_in(cache) {
+        build(scripts)?;
+        return Ok(None);
+    }
+    if let Some(b) = envtest::cached(cache) {
+        return Ok(Some(b));
+    }
+    match envtest::fetch(cache) {
+        Ok(b) => Ok(Some(b)),
+        Err(e) if go_on_path() => {
+            eprintln!("demo: {e:#}\ndemo: building the control plane from the Go module proxy instead");
+            build(scripts)?;
+            Ok(None)
+        }
+        Err(e) => Err(e.context(
+            "the control plane's binaries could not be downloaded, and building them from source needs Go >= 1.25, \
+             which is not on PATH (or run the demo against your own cluster with --use-current-context)",
+        )),
+    }
 }
 
 /// Runs build.sh: instant when the cache holds the pinned binaries; else a cold build of several minutes,

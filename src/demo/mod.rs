@@ -7,6 +7,7 @@
 //! keeps their layers apart.
 
 pub mod control_plane;
+pub mod envtest;
 pub mod side_by_side;
 
 use std::path::PathBuf;
