@@ -303,6 +303,7 @@ impl<'ast> Extractor<'_, 'ast> {
             guard: self.innermost_guard(),
             after_change_on_branch: self.after_change_on_branch(),
             then_writes_on_branch: false,
+            leaves_phase: self.phase_arms.iter().any(|(_, moved)| *moved),
             server_side_apply: false,
             text,
             via_producer: None,

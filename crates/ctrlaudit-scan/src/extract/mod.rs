@@ -20,6 +20,7 @@ mod loops;
 pub mod lower;
 mod metric_labels;
 mod paths;
+mod phases;
 mod source_text;
 mod syntax;
 mod volatile;
@@ -133,6 +134,8 @@ struct FnCtx<'ast> {
     watcher_candidates: Vec<(Span, Option<String>, String)>,
     /// The `if`/`match` arms being visited, innermost last (see `ApiCall::then_writes_on_branch`).
     arms: Vec<ArmFrame>,
+    /// A `return` seen so far: what follows may not run on every call (see `PhaseSet::unconditional`).
+    returned_early: bool,
     /// Returns `Result<_, Action>`: `Err` is also how it says "come back later".
     err_is_action: bool,
     /// Returns `Duration` or `Option<Duration>` (see `FnModel::duration_returns`).
@@ -206,6 +209,9 @@ pub struct Extractor<'a, 'ast> {
     /// The variants of the enum match arms around the node being visited, innermost last (see
     /// `Requeue::variants`).
     variants: Vec<Vec<String>>,
+    /// The enum match arms around the node being visited, innermost last: their variants as `Type::Variant`, and
+    /// whether code in the arm has set the phase to another variant (see `CallCtx::phase_arm`).
+    phase_arms: Vec<(Vec<String>, bool)>,
     /// How many of `error_path` are only an `Err(..)` constructor (see `Requeue::in_err_value`).
     err_values: usize,
     /// Depth of deletion paths around the node being visited (see `CallPath::Deletion`).
@@ -301,6 +307,7 @@ impl<'a, 'ast> Extractor<'a, 'ast> {
             branches: 0,
             err_values: 0,
             variants: Vec::new(),
+            phase_arms: Vec::new(),
             error_path: 0,
             deletion_path: 0,
             conditions: Vec::new(),

@@ -109,6 +109,14 @@ impl<'ast> Extractor<'_, 'ast> {
             } else {
                 Vec::new()
             },
+            phase_arm: if routine {
+                self.phase_arms
+                    .iter()
+                    .flat_map(|(arm, _)| arm.iter().cloned())
+                    .collect()
+            } else {
+                Vec::new()
+            },
         };
         let name = callee.name().to_string();
         let Some(f) = self.fns.last_mut() else {

@@ -186,6 +186,7 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
 
     fn visit_expr_assign(&mut self, a: &'ast syn::ExprAssign) {
         visit::visit_expr_assign(self, a);
+        self.note_phase_assign(a);
         let Some(root) = root_var(&a.left) else {
             return;
         };
@@ -418,6 +419,7 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
             self.record_requeue(&Expr::Struct(s.clone()));
         }
         self.note_struct_literal(s);
+        self.note_phase_fields(s);
         visit::visit_expr_struct(self, s);
     }
 
@@ -514,7 +516,9 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
                 if frame {
                     self.variants.push(names);
                 }
-                wrote.push(self.in_arm(arm_fails(&arm.body), |s| s.visit_expr(&arm.body)));
+                wrote.push(self.in_phase_arm(&arm.pat, |s| {
+                    s.in_arm(arm_fails(&arm.body), |s| s.visit_expr(&arm.body))
+                }));
                 if frame {
                     self.variants.pop();
                 }
@@ -586,6 +590,7 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
                 f.returns_carry.push(carries);
             }
         }
+        self.note_return(r);
         visit::visit_expr_return(self, r);
     }
 

@@ -84,7 +84,7 @@ impl<'u> Ctx<'u> {
             return When::new(WhenKind::ErrorRetry);
         }
         let condition = call.guard.as_ref().map(|g| g.text.clone());
-        if call.then_writes_on_branch || call.after_change_on_branch {
+        if call.then_writes_on_branch || call.after_change_on_branch || call.leaves_phase {
             return When {
                 path: WhenKind::Transition,
                 condition,

@@ -170,6 +170,8 @@ pub struct FnModel {
     pub clears_resource_version: bool,
     /// `finalizer(&api, …)` calls: writes the kind's metadata.
     pub uses_finalizer: bool,
+    /// Phase or state fields it sets to an enum variant.
+    pub phase_sets: Vec<PhaseSet>,
     /// Builds a Controller or watcher from `Api::namespaced(_, p)` where `p` is a parameter.
     pub builds_namespaced_controller: Option<Site>,
     /// `for` loops whose body spawns tasks or collects futures.
@@ -243,6 +245,29 @@ pub struct CallCtx {
     pub transition: bool,
     /// The variants of the innermost enum match arm it is in (see `Requeue::variants`).
     pub variants: Vec<String>,
+    /// The innermost match arm on an enum it is in, as `Type::Variant` (`None` for `None`, through `Some(..)`):
+    /// the phase the call runs in (see [`leaves_phase`]).
+    pub phase_arm: Vec<String>,
+}
+
+/// A phase or state field set to an enum variant: `phase: Some(Phase::Running)`, `status.state = State::Ready`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PhaseSet {
+    /// The variant, as `Type::Variant`.
+    pub to: String,
+    /// Set outside any `if`/`match` branch of its function and before any `return`: every call of the function
+    /// sets it.
+    pub unconditional: bool,
+}
+
+/// Whether setting the phase to `to` (`Type::Variant`) moves an object matched by the arm `arm` (see
+/// [`CallCtx::phase_arm`]) out of it: the arm matches variants of the same enum, and not `to`. The next pass then
+/// takes another arm, so what ran on the way is a transition step, not the steady state.
+pub fn leaves_phase(arm: &[String], to: &str) -> bool {
+    let ty = to.split("::").next();
+    arm.iter()
+        .any(|v| v.contains("::") && v.split("::").next() == ty)
+        && !arm.iter().any(|v| v == to)
 }
 
 /// A catch-all match arm that hands the rest to a function: `_ => super::reconcile_apply(obj, ctx).await`.
@@ -337,6 +362,9 @@ pub struct ApiCall<M = ApiMethod> {
     /// function named for it: `set_phase`, `update_status`): a creation or state-transition step, which runs until
     /// its write lands rather than on every pass.
     pub then_writes_on_branch: bool,
+    /// In a match arm on a phase, after code of that arm set the phase to another variant (see [`leaves_phase`]):
+    /// the write that moves the object on, once, not a write of every pass in that phase.
+    pub leaves_phase: bool,
     /// A server-side apply (`Patch::Apply`, `PatchParams::apply(..)`): puts an object in its desired state.
     pub server_side_apply: bool,
     /// Rendered receiver and method for messages: `api.patch`.
@@ -364,6 +392,7 @@ impl<M> ApiCall<M> {
             on_deletion: self.on_deletion,
             guard: self.guard,
             then_writes_on_branch: self.then_writes_on_branch,
+            leaves_phase: self.leaves_phase,
             server_side_apply: self.server_side_apply,
             text: self.text,
             via_producer: self.via_producer,

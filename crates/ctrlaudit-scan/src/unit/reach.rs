@@ -2,8 +2,8 @@
 //! as a step of a change.
 
 use super::{FnId, Unit};
-use crate::sema::{Call, CallPath};
-use std::collections::{BTreeMap, HashSet, VecDeque};
+use crate::sema::{Call, CallPath, PhaseSet, leaves_phase};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 impl Unit<'_> {
     /// Every function reachable from a reconcile root, with the call path that reaches it.
@@ -29,10 +29,80 @@ impl Unit<'_> {
 
     /// The functions reached from a reconcile through calls that are not a creation or state-transition step:
     /// they run on passes that change nothing.
+    ///
+    /// A call that moves the object out of the phase it is made in is such a step too: made in the arm of a
+    /// match on a phase (`Phase::Pending => start(..)`), or in a function only ever reached from such arms, of a
+    /// function that sets the phase to another variant of that enum on every call (`start` sets
+    /// `phase: Some(Phase::Running)`). The next pass takes another arm.
     pub fn reach_routine(&self) -> HashSet<FnId> {
-        self.walk_calls(self.root_paths(), Edges::Routine)
-            .into_keys()
-            .collect()
+        let phases = self.phase_contexts();
+        let mut seen: HashSet<FnId> = self.reconcile_roots().into_iter().collect();
+        let mut queue: VecDeque<FnId> = seen.iter().copied().collect();
+        while let Some(id) = queue.pop_front() {
+            let here = phases.get(&id).map_or(&[][..], Vec::as_slice);
+            for c in &self.func(id).calls {
+                if c.ctx.path != CallPath::Routine || c.ctx.transition {
+                    continue;
+                }
+                let arm = edge_phase(c, here);
+                for callee in self.resolve_callee(&c.callee, id.0) {
+                    if self.moves_phase(callee, &arm) {
+                        continue;
+                    }
+                    if seen.insert(callee) {
+                        queue.push_back(callee);
+                    }
+                }
+            }
+        }
+        seen
+    }
+
+    /// Every call of `f` sets the phase, and to no variant of `arm`'s that it matched.
+    fn moves_phase(&self, f: FnId, arm: &[String]) -> bool {
+        let sets: Vec<&PhaseSet> = self
+            .func(f)
+            .phase_sets
+            .iter()
+            .filter(|s| s.unconditional)
+            .collect();
+        !sets.is_empty() && sets.iter().all(|s| leaves_phase(arm, &s.to))
+    }
+
+    /// For each function reached on routine calls: the phases every path to it runs in, per enum (the variants
+    /// of the match arms on the way, see [`CallCtx::phase_arm`]); an enum some path does not match on is
+    /// dropped. A fixpoint: a function's context only loses enums or gains variants.
+    fn phase_contexts(&self) -> HashMap<FnId, Vec<String>> {
+        let mut ctx: HashMap<FnId, Vec<String>> = HashMap::new();
+        let mut queue = VecDeque::new();
+        for r in self.reconcile_roots() {
+            ctx.insert(r, Vec::new());
+            queue.push_back(r);
+        }
+        while let Some(id) = queue.pop_front() {
+            let here = ctx.get(&id).cloned().unwrap_or_default();
+            for c in &self.func(id).calls {
+                if c.ctx.path != CallPath::Routine {
+                    continue;
+                }
+                let incoming = edge_phase(c, &here);
+                for callee in self.resolve_callee(&c.callee, id.0) {
+                    let merged = match ctx.get(&callee) {
+                        None => incoming.clone(),
+                        Some(have) => {
+                            let m = meet(have, &incoming);
+                            if &m == have {
+                                continue;
+                            }
+                            m
+                        }
+                    };
+                    ctx.insert(callee, merged);
+                    queue.push_back(callee);
+                }
+            }
+        }
+        ctx
     }
 
     /// The functions that one Controller's reconcile reaches (its error paths too), or `None` when which function
@@ -103,6 +173,39 @@ impl Unit<'_> {
     }
 }
 
+/// The enum of a `Type::Variant`.
+fn enum_of(v: &str) -> &str {
+    v.split("::").next().unwrap_or(v)
+}
+
+/// The phases a call runs in: its own arms' variants, and for the other enums those its function is always
+/// reached in.
+fn edge_phase(c: &Call, caller: &[String]) -> Vec<String> {
+    let own = &c.ctx.phase_arm;
+    let mut all = own.clone();
+    all.extend(
+        caller
+            .iter()
+            .filter(|v| !own.iter().any(|o| enum_of(o) == enum_of(v)))
+            .cloned(),
+    );
+    all
+}
+
+/// What two paths to a function agree on: the enums both matched, with the variants of either.
+fn meet(a: &[String], b: &[String]) -> Vec<String> {
+    let in_both = |v: &String| {
+        a.iter().any(|x| enum_of(x) == enum_of(v)) && b.iter().any(|x| enum_of(x) == enum_of(v))
+    };
+    let mut out: Vec<String> = Vec::new();
+    for v in a.iter().chain(b) {
+        if in_both(v) && !out.contains(v) {
+            out.push(v.clone());
+        }
+    }
+    out
+}
+
 /// Which calls a reachability walk follows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Edges {
@@ -112,4 +215,44 @@ enum Edges {
     WithErrors,
     /// Normal calls but those on a branch arm that then changes state (see `CallCtx::transition`).
     Routine,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(s: &[&str]) -> Vec<String> {
+        s.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn paths_agree_per_enum() {
+        // Both paths run in a phase of `P`; only one also in a mode: the mode says nothing for the other.
+        let a = v(&["P::Pending", "Mode::Strict"]);
+        let b = v(&["P::Failed"]);
+        assert_eq!(meet(&a, &b), v(&["P::Pending", "P::Failed"]));
+        assert_eq!(meet(&a, &[]), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_call_keeps_the_callers_phase_unless_its_own_arm_names_that_enum() {
+        let mut c = Call {
+            callee: crate::sema::Callee::Path("f".into()),
+            type_args: Vec::new(),
+            ctx: Default::default(),
+        };
+        c.ctx.phase_arm = v(&["Mode::Strict"]);
+        assert_eq!(
+            edge_phase(&c, &v(&["P::Running"])),
+            v(&["Mode::Strict", "P::Running"])
+        );
+        c.ctx.phase_arm = v(&["P::Pending", "P::None"]);
+        assert_eq!(
+            edge_phase(&c, &v(&["P::Running"])),
+            v(&["P::Pending", "P::None"])
+        );
+        assert!(leaves_phase(&v(&["P::Pending", "P::None"]), "P::Running"));
+        assert!(!leaves_phase(&v(&["P::Running"]), "P::Running"));
+        assert!(!leaves_phase(&v(&["Mode::Strict"]), "P::Running"));
+    }
 }
