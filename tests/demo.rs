@@ -220,7 +220,14 @@ fn a_tampered_envtest_archive_is_refused_and_nothing_is_kept() {
     let out = demo_without_go(
         tmp.path(),
         &format!("{}/envtest-releases.yaml", server.url),
-        &["--duration", "10s", "--objects", "2"],
+        &[
+            "--duration",
+            "10s",
+            "--objects",
+            "2",
+            "--output-dir",
+            tmp.path().join("out").to_str().unwrap(),
+        ],
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "{stderr}");
@@ -258,7 +265,18 @@ fn demo_runs_without_go_on_the_downloaded_envtest_binaries() {
     publish(&srv, Path::new(apiserver), Path::new(etcd), sha512);
     let server = file_server::serve(srv);
     let index = format!("{}/envtest-releases.yaml", server.url);
-    let args = ["--duration", "10s", "--objects", "5", "-o", "json"];
+    let out_dir = tmp.path().join("out");
+    let out_dir = out_dir.to_str().unwrap();
+    let args = [
+        "--duration",
+        "10s",
+        "--objects",
+        "5",
+        "-o",
+        "json",
+        "--output-dir",
+        out_dir,
+    ];
     let out = demo_without_go(tmp.path(), &index, &args);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
