@@ -79,9 +79,7 @@ impl<'ast> Extractor<'_, 'ast> {
             return;
         };
         let unconditional = self.branches == 0 && !f.returned_early;
-        {
-            f.model.phase_sets.push(PhaseSet { to, unconditional });
-        }
+        f.model.phase_sets.push(PhaseSet { to, unconditional });
     }
 }
 

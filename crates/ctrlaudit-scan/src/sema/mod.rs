@@ -245,8 +245,9 @@ pub struct CallCtx {
     pub transition: bool,
     /// The variants of the innermost enum match arm it is in (see `Requeue::variants`).
     pub variants: Vec<String>,
-    /// The innermost match arm on an enum it is in, as `Type::Variant` (`None` for `None`, through `Some(..)`):
-    /// the phase the call runs in (see [`leaves_phase`]).
+    /// The variants of every match arm on an enum it is in, within its function, as `Type::Variant` (through
+    /// `Some(..)`; `None` beside one enum's variants as that enum's `None`): the phase the call runs in (see
+    /// [`leaves_phase`]).
     pub phase_arm: Vec<String>,
 }
 

@@ -148,7 +148,7 @@ impl Unit<'_> {
             let f = self.func(id);
             let path = seen.get(&id).cloned().unwrap_or_default();
             let followed = |c: &&Call| match c.ctx.path {
-                CallPath::Routine => !(edges == Edges::Routine && c.ctx.transition),
+                CallPath::Routine => true,
                 CallPath::Error => edges == Edges::WithErrors,
                 // Once per deletion, not on a reconcile pass.
                 CallPath::Deletion => false,
@@ -213,8 +213,6 @@ enum Edges {
     Normal,
     /// Those and the calls on error paths.
     WithErrors,
-    /// Normal calls but those on a branch arm that then changes state (see `CallCtx::transition`).
-    Routine,
 }
 
 #[cfg(test)]
