@@ -64,10 +64,7 @@ pub fn unpack(cache: &Path) -> Result<PathBuf> {
         h.update([0]);
         h.update(text.as_bytes());
     }
-    let hash: String = h.finalize()[..6]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let hash = envtest::hex(&h.finalize()[..6]);
     let dir = cache.join(format!("scripts-{hash}"));
     if dir.join("stop.sh").is_file() {
         return Ok(dir);

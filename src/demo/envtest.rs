@@ -237,11 +237,7 @@ fn download(agent: &ureq::Agent, archive: &Archive, to: &Path) -> Result<()> {
     }
     file.sync_all()
         .with_context(|| format!("writing {}", to.display()))?;
-    let got: String = hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let got = hex(&hasher.finalize());
     if got != archive.sha512 {
         bail!(
             "{} has sha512 {got}, not the pinned {}: not unpacked",
@@ -250,6 +246,11 @@ fn download(agent: &ureq::Agent, archive: &Archive, to: &Path) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// Lower-case hex of a digest.
+pub(super) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn progress(total: Option<u64>) -> Option<indicatif::ProgressBar> {

@@ -67,11 +67,12 @@ impl<'ast> Extractor<'_, 'ast> {
             return;
         };
         // The innermost arm on the same enum is the phase this code runs in.
-        let ty = to.split("::").next().unwrap_or_default().to_string();
-        if let Some((arm, moved)) = self.phase_arms.iter_mut().rev().find(|(arm, _)| {
-            arm.iter()
-                .any(|v| v.split("::").next() == Some(ty.as_str()))
-        }) && leaves_phase(arm, &to)
+        if let Some((arm, moved)) = self
+            .phase_arms
+            .iter_mut()
+            .rev()
+            .find(|(arm, _)| arm.iter().any(|v| enum_of(v) == enum_of(&to)))
+            && leaves_phase(arm, &to)
         {
             *moved = true;
         }

@@ -265,10 +265,14 @@ pub struct PhaseSet {
 /// [`CallCtx::phase_arm`]) out of it: the arm matches variants of the same enum, and not `to`. The next pass then
 /// takes another arm, so what ran on the way is a transition step, not the steady state.
 pub fn leaves_phase(arm: &[String], to: &str) -> bool {
-    let ty = to.split("::").next();
     arm.iter()
-        .any(|v| v.contains("::") && v.split("::").next() == ty)
+        .any(|v| v.contains("::") && enum_of(v) == enum_of(to))
         && !arm.iter().any(|v| v == to)
+}
+
+/// The enum of a `Type::Variant` (see [`PhaseSet::to`]).
+pub fn enum_of(v: &str) -> &str {
+    v.split("::").next().unwrap_or(v)
 }
 
 /// A catch-all match arm that hands the rest to a function: `_ => super::reconcile_apply(obj, ctx).await`.

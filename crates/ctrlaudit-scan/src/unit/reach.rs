@@ -2,7 +2,7 @@
 //! as a step of a change.
 
 use super::{FnId, Unit};
-use crate::sema::{Call, CallPath, PhaseSet, leaves_phase};
+use crate::sema::{Call, CallPath, PhaseSet, enum_of, leaves_phase};
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 impl Unit<'_> {
@@ -171,11 +171,6 @@ impl Unit<'_> {
         }
         seen
     }
-}
-
-/// The enum of a `Type::Variant`.
-fn enum_of(v: &str) -> &str {
-    v.split("::").next().unwrap_or(v)
 }
 
 /// The phases a call runs in: its own arms' variants, and for the other enums those its function is always
