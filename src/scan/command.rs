@@ -194,10 +194,19 @@ pub fn run(out: &OutputArgs, a: &ScanArgs) -> Outcome {
     // was passed over and why.
     if result.stats.units == 0 {
         let shown: Vec<String> = opts.paths.iter().map(|p| p.display().to_string()).collect();
-        let found = match result.stats.rust_files {
+        let rust = match result.stats.rust_files {
             0 => "no Rust file".to_string(),
             1 => "1 Rust file, not in a crate or file that uses kube-rs".to_string(),
             n => format!("{n} Rust files, none in a crate or file that uses kube-rs"),
+        };
+        let found = match result.stats.go_files {
+            0 => rust,
+            1 => format!(
+                "{rust}; 1 Go file, not in a module or file that uses controller-runtime or client-go"
+            ),
+            n => format!(
+                "{rust}; {n} Go files, none in a module or file that uses controller-runtime or client-go"
+            ),
         };
         let mut message = format!("nothing analysed under {}: {found}", shown.join(", "));
         for n in &result.notes {

@@ -44,7 +44,7 @@ fn parse(file: &str, text: &str, each: &mut dyn FnMut(Key, Option<&str>)) {
     }
 }
 
-/// The paths the markers of every `.rs` file under `root` name in brackets, keyed like [`markers_under`].
+/// The paths the markers of every source file (`.rs`, `.go`) under `root` name in brackets, keyed like [`markers_under`].
 pub fn paths_under(root: &Path, label: &dyn Fn(&Path) -> String) -> BTreeMap<Key, String> {
     let mut out = BTreeMap::new();
     for (p, text) in rs_files(root) {
@@ -57,14 +57,14 @@ pub fn paths_under(root: &Path, label: &dyn Fn(&Path) -> String) -> BTreeMap<Key
     out
 }
 
-/// Every `.rs` file under `root` (or `root` itself) with its text.
+/// Every source file (`.rs`, `.go`) under `root` (or `root` itself) with its text.
 fn rs_files(root: &Path) -> Vec<(std::path::PathBuf, String)> {
     let mut out = Vec::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(p) = stack.pop() {
         if p.is_dir() {
             stack.extend(std::fs::read_dir(&p).unwrap().map(|e| e.unwrap().path()));
-        } else if p.extension().is_some_and(|x| x == "rs") {
+        } else if p.extension().is_some_and(|x| x == "rs" || x == "go") {
             let bytes = std::fs::read(&p).unwrap();
             out.push((p, String::from_utf8_lossy(&bytes).into_owned()));
         }
@@ -72,7 +72,7 @@ fn rs_files(root: &Path) -> Vec<(std::path::PathBuf, String)> {
     out
 }
 
-/// The markers of every `.rs` file under `root` (or of `root` itself), keyed by `label(path)`.
+/// The markers of every source file (`.rs`, `.go`) under `root` (or of `root` itself), keyed by `label(path)`.
 pub fn markers_under(root: &Path, label: &dyn Fn(&Path) -> String) -> BTreeMap<Key, usize> {
     let mut out = BTreeMap::new();
     for (p, text) in rs_files(root) {

@@ -10,6 +10,7 @@ pub mod deps;
 pub mod depth;
 pub mod extract;
 mod file;
+pub mod golang;
 pub mod imports;
 pub mod rules;
 pub mod select;
@@ -64,6 +65,8 @@ pub struct ScanResult {
 pub struct ScanStats {
     pub files_seen: usize,
     pub rust_files: usize,
+    /// Go files seen (tests, generated and vendored code included).
+    pub go_files: usize,
     pub lines: usize,
     pub parsed: usize,
     pub units: usize,
@@ -74,14 +77,19 @@ pub struct ScanStats {
 
 impl ScanStats {
     pub fn as_pairs(&self) -> Vec<(String, String)> {
-        vec![
-            ("rust files".into(), self.rust_files.to_string()),
+        let mut pairs = vec![("rust files".into(), self.rust_files.to_string())];
+        // Shown once there is Go: a Rust-only scan's line stays as it was.
+        if self.go_files > 0 {
+            pairs.push(("go files".into(), self.go_files.to_string()));
+        }
+        pairs.extend([
             ("lines".into(), self.lines.to_string()),
             ("parsed".into(), self.parsed.to_string()),
             ("crates".into(), self.units.to_string()),
             ("dependencies read".into(), self.libraries.to_string()),
             ("time".into(), format!("{:.2}s", self.seconds)),
-        ]
+        ]);
+        pairs
     }
 }
 
@@ -253,6 +261,7 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
             u.1.push(p.clone());
         }
     }
+    let go = golang::module::units(&walked.go, &walked.yaml, config.thresholds.max_file_bytes);
     let pool = rayon::ThreadPoolBuilder::new()
         .stack_size(STACK_BYTES)
         .num_threads(opts.threads.unwrap_or(0))
@@ -296,6 +305,10 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
     });
     let mut relevant = Vec::new();
     let mut skipped: BTreeMap<Skip, Vec<PathBuf>> = BTreeMap::new();
+    relevant.extend(go.analysed);
+    for (why, root) in go.skipped {
+        skipped.entry(why).or_default().push(root);
+    }
     for d in decided {
         match d {
             Ok(unit) => relevant.push(unit),
@@ -317,17 +330,20 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
     if !walked.excluded.is_empty() {
         result.notes.push(excluded_note(&walked.excluded, config));
     }
-    result.notes.extend(skip_notes(&skipped, walked.tests));
+    result
+        .notes
+        .extend(skip_notes(&skipped, walked.tests, go.not_judged));
     result.stats.files_seen = walked.files_seen;
     result.stats.rust_files = walked.rust.len();
+    result.stats.go_files = walked.go.len();
     result.stats.units = relevant.len();
     // Each kube-using dependency on disk is read once, whichever crates share it.
     // On the pool: each reads and parses a manifest and a lock file (a large lock is tens of milliseconds).
     let lib_roots: Vec<Vec<PathBuf>> = pool.install(|| {
         relevant
             .par_iter()
-            .map(|(root, _, _, _)| {
-                if opts.deps {
+            .map(|(root, files, _, _)| {
+                if opts.deps && !golang::module::is_go_unit(files) {
                     let lock = selector.lock_of(root);
                     deps::library_roots(root, lock.as_ref().map(|(d, l)| (d.as_path(), &**l)))
                 } else {
@@ -391,7 +407,9 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
                     }
                 }
                 let parsed = models.len();
-                models.extend(crd_context(root, rs, config));
+                if !golang::module::is_go_unit(rs) {
+                    models.extend(crd_context(root, rs, config));
+                }
                 let u = unit::join(
                     &mut models,
                     libs.iter()
@@ -438,7 +456,11 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
 }
 
 /// One note per reason a crate or file was not analysed, with its count and the first few paths.
-fn skip_notes(skipped: &BTreeMap<Skip, Vec<PathBuf>>, tests: usize) -> Vec<Note> {
+fn skip_notes(
+    skipped: &BTreeMap<Skip, Vec<PathBuf>>,
+    tests: usize,
+    go_skipped: usize,
+) -> Vec<Note> {
     const SHOWN: usize = 3;
     let cwd = std::env::current_dir().ok();
     let mut notes: Vec<Note> = skipped
@@ -459,6 +481,8 @@ fn skip_notes(skipped: &BTreeMap<Skip, Vec<PathBuf>>, tests: usize) -> Vec<Note>
             let (one, many) = match why {
                 Skip::NoKubePath => ("crate or file", "crates or files"),
                 Skip::NoKube | Skip::KubeItself => ("crate", "crates"),
+                Skip::NoGoController => ("Go module", "Go modules"),
+                Skip::NoGoImport => ("Go file", "Go files"),
             };
             Note {
                 subject: plural(roots.len(), one, many),
@@ -472,6 +496,13 @@ fn skip_notes(skipped: &BTreeMap<Skip, Vec<PathBuf>>, tests: usize) -> Vec<Note>
             message:
                 "integration tests (`tests/`) are test code, like `#[cfg(test)]`, and not judged"
                     .into(),
+        });
+    }
+    if go_skipped > 0 {
+        notes.push(Note {
+            subject: plural(go_skipped, "Go file", "Go files"),
+            message: "tests (`_test.go`), generated code (`zz_generated.*`), `vendor/` and `testdata/` are not judged"
+                .into(),
         });
     }
     notes
@@ -534,7 +565,11 @@ fn judge_sources(files: &[(&str, &str)], config: &Config) -> Vec<Finding> {
     let mut parsed = Vec::new();
     let mut models = Vec::new();
     for (name, text) in files {
-        let a = analyze_text(name, text, &config.aliases, file::deadline(config), None);
+        let a = if name.ends_with(".go") {
+            file::analyze_go_text(name, text)
+        } else {
+            analyze_text(name, text, &config.aliases, file::deadline(config), None)
+        };
         unparsed.extend(a.ca001);
         if let Some(m) = a.model {
             parsed.push((*name, a.suppressions));

@@ -34,6 +34,10 @@ pub enum Skip {
     KubeItself,
     /// No manifest says, and no file of it names a kube path.
     NoKubePath,
+    /// A Go module whose `go.mod` requires neither controller-runtime nor client-go.
+    NoGoController,
+    /// A Go file outside any module that imports neither controller-runtime nor client-go.
+    NoGoImport,
 }
 
 impl Skip {
@@ -43,6 +47,10 @@ impl Skip {
             Skip::NoKube => "no kube-rs in the dependency graph",
             Skip::KubeItself => "kube-rs's own crates",
             Skip::NoKubePath => "no manifest names kube-rs and no file names a kube path",
+            Skip::NoGoController => "go.mod requires neither controller-runtime nor client-go",
+            Skip::NoGoImport => {
+                "outside any Go module, and imports neither controller-runtime nor client-go"
+            }
         }
     }
 }

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 pub(super) struct Walked {
     pub(super) rust: Vec<PathBuf>,
+    pub(super) go: Vec<PathBuf>,
     pub(super) yaml: Vec<PathBuf>,
     pub(super) notes: Vec<Note>,
     /// Files of integration tests (`tests/`), which are not judged (see [`unit_of`]).
@@ -26,6 +27,7 @@ pub(super) fn display(p: &Path) -> String {
 pub(super) fn walk(paths: &[PathBuf], exclude: &PathGlobs) -> Result<Walked, ScanError> {
     let mut w = Walked {
         rust: Vec::new(),
+        go: Vec::new(),
         yaml: Vec::new(),
         notes: Vec::new(),
         tests: 0,
@@ -67,7 +69,7 @@ pub(super) fn walk(paths: &[PathBuf], exclude: &PathGlobs) -> Result<Walked, Sca
                             .is_some_and(|t| !t.is_dir() && !t.is_symlink());
                         let named = matches!(
                             e.path().extension().and_then(|x| x.to_str()),
-                            Some("rs" | "yaml" | "yml")
+                            Some("rs" | "go" | "yaml" | "yml")
                         );
                         if special && named {
                             w.notes.push(Note {
@@ -82,6 +84,7 @@ pub(super) fn walk(paths: &[PathBuf], exclude: &PathGlobs) -> Result<Walked, Sca
                     let path = e.into_path();
                     match path.extension().and_then(|x| x.to_str()) {
                         Some("rs") => w.rust.push(path),
+                        Some("go") => w.go.push(path),
                         Some("yaml" | "yml") => w.yaml.push(path),
                         _ => {}
                     }
@@ -100,6 +103,8 @@ pub(super) fn walk(paths: &[PathBuf], exclude: &PathGlobs) -> Result<Walked, Sca
     w.excluded.dedup();
     w.rust.sort();
     w.rust.dedup();
+    w.go.sort();
+    w.go.dedup();
     w.yaml.sort();
     w.yaml.dedup();
     Ok(w)

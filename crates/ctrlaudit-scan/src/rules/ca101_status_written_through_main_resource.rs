@@ -41,8 +41,9 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
                     when.phrase()
                 ),
                 format!(
-                    "write status with `{status_method}` (the `/status` subresource); keep spec and metadata in `{}`",
-                    call.method
+                    "write status with `{}` (the `/status` subresource); keep spec and metadata in `{}`",
+                    status_method.spelled(cx.lang(id.0)),
+                    call.method.spelled(cx.lang(id.0))
                 ),
             );
             f.evidence = cx.call_path(id);

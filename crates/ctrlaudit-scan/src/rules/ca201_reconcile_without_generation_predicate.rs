@@ -4,11 +4,23 @@
 use super::{Ctx, finding};
 use crate::finding::{Evidence, Finding, When, WhenKind};
 use crate::unit::NO_GENERATION;
-use crate::sema::{ControllerModel, Verb};
+use crate::sema::{ControllerModel, Lang, Verb};
 
-/// kube-runtime's stream adapters that drop events by a predicate (`predicate_filter`, and `predicate` of
-/// older releases).
-const FILTERS: &[&str] = &["predicate_filter", "predicate"];
+/// The steps that drop events by a predicate: kube-runtime's stream adapters (`predicate_filter`, and
+/// `predicate` of older releases), controller-runtime's `WithEventFilter` and `For(.., WithPredicates(..))`.
+const FILTERS: &[&str] = &["predicate_filter", "predicate", "WithEventFilter", "WithPredicates"];
+
+/// The fix, in the terms of the Controller's language.
+fn help(lang: Lang) -> &'static str {
+    match lang {
+        Lang::Rust => {
+            "filter the main stream: `Controller::for_stream(watcher(api, cfg).default_backoff().reflect(w).applied_objects().predicate_filter(predicates::generation), reader)` (with finalizers: `generation.combine(finalizers)`)"
+        }
+        Lang::Go => {
+            "filter the main stream: `For(&T{}, builder.WithPredicates(predicate.GenerationChangedPredicate{}))` or `WithEventFilter(predicate.GenerationChangedPredicate{})`"
+        }
+    }
+}
 
 /// The Controller's stream is filtered by a predicate.
 fn filtered(c: &ControllerModel) -> bool {
@@ -88,7 +100,7 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
                     "Controller for `{kind}` has no generation predicate: `{}` comes back as a watch event and triggers another reconcile",
                     write.text
                 ),
-                "filter the main stream: `Controller::for_stream(watcher(api, cfg).default_backoff().reflect(w).applied_objects().predicate_filter(predicates::generation), reader)` (with finalizers: `generation.combine(finalizers)`)",
+                help(cx.lang(fi)),
             );
             f.evidence.push(Evidence::Related {
                 span: write.span.clone(),

@@ -115,7 +115,7 @@ fn report(
     );
     f.evidence.push(Evidence::Related {
         span: write.span.clone(),
-        note: format!("the `{}` that carries it", write.method),
+        note: format!("the `{}` that carries it", write.method.spelled(cx.lang(id.0))),
     });
     f.evidence.extend(cx.call_path(id));
     per_pass(f)

@@ -5,6 +5,7 @@
 
 use super::{Ctx, finding, per_pass, secs_text};
 use crate::finding::{Evidence, Finding, Severity, When, WhenKind};
+use crate::sema::Lang;
 
 pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
     let limit = cx.unit.config.thresholds.polling_requeue_secs;
@@ -79,10 +80,16 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
                     cx.via(id),
                     when.phrase()
                 ),
-                format!(
-                    "return `Action::await_change()` and watch what you wait for (`.owns`/`.watches`); if drift correction is needed, requeue after {} or more",
-                    secs_text(limit)
-                ),
+                match cx.lang(id.0) {
+                    Lang::Rust => format!(
+                        "return `Action::await_change()` and watch what you wait for (`.owns`/`.watches`); if drift correction is needed, requeue after {} or more",
+                        secs_text(limit)
+                    ),
+                    Lang::Go => format!(
+                        "return `ctrl.Result{{}}` and watch what you wait for (`Owns`/`Watches`; the cache resyncs periodically); if drift correction is needed, requeue after {} or more",
+                        secs_text(limit)
+                    ),
+                },
             );
             if exact.is_none() && cx.unit.requeue_is_chosen(r) {
                 // `from_secs(if converged { 300 } else { 10 })`: polls only while not there yet.

@@ -3,7 +3,7 @@
 use super::unit::{FnId, Unit};
 use crate::finding::{Evidence, Finding, Lens, Severity, Span, When, WhenKind};
 use crate::registry::Rule;
-use crate::sema::{ApiCall, GuardKind};
+use crate::sema::{ApiCall, GuardKind, Lang};
 use std::collections::{BTreeMap, HashSet};
 
 /// Declares the detector modules and [`run_all`], which runs each in this order: adding a rule is one line here
@@ -126,6 +126,11 @@ impl<'u> Ctx<'u> {
         self.unit
             .fn_at(file, line)
             .map_or(When::new(WhenKind::Startup), |id| self.when_fn(id))
+    }
+
+    /// The language of file `file`: whose terms a finding's advice is written in.
+    pub fn lang(&self, file: usize) -> Lang {
+        self.unit.files.get(file).map_or(Lang::Rust, |f| f.lang)
     }
 
     pub fn via(&self, id: FnId) -> String {

@@ -157,6 +157,33 @@ impl ApiMethod {
     }
 }
 
+impl ApiMethod {
+    /// How code in `lang` spells the operation: kube-rs's `Api` method (`patch_status`), controller-runtime's
+    /// client method (`Status().Patch`).
+    pub fn spelled(self, lang: super::Lang) -> &'static str {
+        match lang {
+            super::Lang::Rust => self.name(),
+            super::Lang::Go => match self {
+                Self::Get
+                | Self::GetOpt
+                | Self::GetMetadata
+                | Self::GetMetadataOpt
+                | Self::Entry => "Get",
+                Self::GetStatus => "Get",
+                Self::GetScale => "SubResource(\"scale\").Get",
+                Self::List | Self::ListMetadata => "List",
+                Self::Create => "Create",
+                Self::Replace | Self::Commit => "Update",
+                Self::ReplaceStatus => "Status().Update",
+                Self::Patch | Self::PatchMetadata => "Patch",
+                Self::PatchStatus => "Status().Patch",
+                Self::Delete => "Delete",
+                Self::DeleteCollection => "DeleteAllOf",
+            },
+        }
+    }
+}
+
 impl fmt::Display for ApiMethod {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())

@@ -4,18 +4,32 @@
 use crate::finding::Span;
 
 mod api;
+mod phase;
 mod value;
 pub use api::*;
+pub use phase::*;
 pub use value::*;
 
 /// The receiver of a call on a type parameter, in a call's name (`<generic>::reconcile_record`): a trait method
 /// that every impl of the crate may answer.
 pub const GENERIC: &str = "<generic>";
 
+/// The language a file is written in: which front end made its model, and in whose terms a finding's advice
+/// is written.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub enum Lang {
+    /// kube-rs / kube-runtime.
+    #[default]
+    Rust,
+    /// controller-runtime / client-go.
+    Go,
+}
+
 /// What scan learned from one file.
 #[derive(Debug, Default, Clone)]
 pub struct FileModel {
     pub path: String,
+    pub lang: Lang,
     /// A dependency's file (see `scan::deps`): its functions can be called, never run as a reconcile, and
     /// nothing is reported in it.
     pub library: bool,
@@ -251,30 +265,6 @@ pub struct CallCtx {
     pub phase_arm: Vec<String>,
 }
 
-/// A phase or state field set to an enum variant: `phase: Some(Phase::Running)`, `status.state = State::Ready`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PhaseSet {
-    /// The variant, as `Type::Variant`.
-    pub to: String,
-    /// Set outside any `if`/`match` branch of its function and before any `return`: every call of the function
-    /// sets it.
-    pub unconditional: bool,
-}
-
-/// Whether setting the phase to `to` (`Type::Variant`) moves an object matched by the arm `arm` (see
-/// [`CallCtx::phase_arm`]) out of it: the arm matches variants of the same enum, and not `to`. The next pass then
-/// takes another arm, so what ran on the way is a transition step, not the steady state.
-pub fn leaves_phase(arm: &[String], to: &str) -> bool {
-    arm.iter()
-        .any(|v| v.contains("::") && enum_of(v) == enum_of(to))
-        && !arm.iter().any(|v| v == to)
-}
-
-/// The enum of a `Type::Variant` (see [`PhaseSet::to`]).
-pub fn enum_of(v: &str) -> &str {
-    v.split("::").next().unwrap_or(v)
-}
-
 /// A catch-all match arm that hands the rest to a function: `_ => super::reconcile_apply(obj, ctx).await`.
 #[derive(Debug, Clone)]
 pub struct Dispatch {
@@ -372,6 +362,9 @@ pub struct ApiCall<M = ApiMethod> {
     pub leaves_phase: bool,
     /// A server-side apply (`Patch::Apply`, `PatchParams::apply(..)`): puts an object in its desired state.
     pub server_side_apply: bool,
+    /// A read served from the client's informer cache (controller-runtime's manager client), not by the API
+    /// server. kube-rs's `Api` reads are never cached.
+    pub cached: bool,
     /// Rendered receiver and method for messages: `api.patch`.
     pub text: String,
     /// The receiver is what a function returns (`ctx.process_api(ns).get(..)`, or a binding of it) whose type
@@ -399,6 +392,7 @@ impl<M> ApiCall<M> {
             then_writes_on_branch: self.then_writes_on_branch,
             leaves_phase: self.leaves_phase,
             server_side_apply: self.server_side_apply,
+            cached: self.cached,
             text: self.text,
             via_producer: self.via_producer,
         }

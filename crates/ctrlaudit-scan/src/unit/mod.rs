@@ -502,9 +502,17 @@ impl<'m> Unit<'m> {
     }
 }
 
-/// The module a source file is: `src/operator/resources.rs` → `resources`, `src/operator/mod.rs` → `operator`.
+/// The module a source file is: `src/operator/resources.rs` → `resources`, `src/operator/mod.rs` → `operator`; a Go
+/// file is of the package its directory is (`internal/util/names.go` → `util`).
 fn module_of(path: &str) -> &str {
     let p = std::path::Path::new(path);
+    if path.ends_with(".go") {
+        return p
+            .parent()
+            .and_then(|d| d.file_name())
+            .and_then(|s| s.to_str())
+            .unwrap_or("");
+    }
     let stem = p.file_stem().and_then(|s| s.to_str()).unwrap_or("");
     if stem == "mod" {
         p.parent()

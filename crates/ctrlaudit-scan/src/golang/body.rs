@@ -1,0 +1,459 @@
+//! One Go function's body reduced to facts: controller-runtime client calls (typed verb and subresource, the
+//! object's kind), `ctrl.Result` requeues and what each return gives, volatile values assigned into an object
+//! that a later write of that object carries, calls of the module's own functions, and error signs.
+
+use super::client::object_arg;
+use super::requeues::snake;
+use super::syntax::{self, Src, named_children, qualified, root_ident};
+use super::{Imports, controllers, fn_header, statements};
+use crate::sema::{
+    ApiCall, Call, CallCtx, CallPath, Callee, ErrorSign, FileModel, FnModel, Guard, GuardKind,
+    VolatileWrite,
+};
+use std::collections::{HashMap, HashSet};
+use tree_sitter::Node;
+
+/// Go's predeclared functions: never a call of the module's own code.
+const BUILTINS: &[&str] = &[
+    "append", "cap", "clear", "close", "complex", "copy", "delete", "imag", "len", "make", "max",
+    "min", "new", "panic", "print", "println", "real", "recover",
+];
+
+/// Where a statement runs within its function.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Place {
+    /// Inside an `if`/`switch`/`select` branch, a loop body or a closure: not on every call of the function.
+    pub(super) branch: bool,
+    /// Inside the branch of an `err != nil` test.
+    pub(super) on_error: bool,
+    /// Inside the branch taken because the object is being deleted.
+    pub(super) deletion: bool,
+    pub(super) guard: Option<Guard>,
+    pub(super) in_loop: bool,
+    /// Inside the function handed to `retry.RetryOnConflict`/`retry.OnError`, or a loop.
+    pub(super) in_retry: bool,
+}
+
+/// A volatile value assigned into an object, waiting for the write of that object that carries it.
+pub(super) struct Pending {
+    pub(super) var: String,
+    pub(super) span: crate::finding::Span,
+    pub(super) source: String,
+    pub(super) key: Option<String>,
+}
+
+pub(super) struct Walk<'s, 't> {
+    pub(super) src: &'s Src<'t>,
+    pub(super) imports: &'s Imports,
+    /// The receiver's name (`r` of `func (r *WidgetReconciler) …`).
+    pub(super) recv: Option<String>,
+    /// Local variables and parameters by name → their type's own name.
+    pub(super) locals: HashMap<String, String>,
+    /// Locals holding a volatile value (`now := metav1.Now()`): where it was produced and by what.
+    pub(super) volatile_locals: HashMap<String, (crate::finding::Span, String)>,
+    /// Objects whose `.Status` this function changed before the current point.
+    pub(super) status_set: HashSet<String>,
+    pub(super) pending: Vec<Pending>,
+    pub(super) f: FnModel,
+    /// Builder chains bound to locals, for Controllers built over several statements.
+    pub(super) builders: HashMap<String, Vec<controllers::Step>>,
+    pub(super) controllers: Vec<crate::sema::ControllerModel>,
+}
+
+/// The model of one function or method declaration; Controllers it builds go to `model`.
+pub(super) fn function(
+    src: &Src<'_>,
+    imports: &Imports,
+    decl: Node<'_>,
+    model: &mut FileModel,
+) -> FnModel {
+    let f = fn_header(src, decl);
+    let recv = decl
+        .child_by_field_name("receiver")
+        .and_then(|r| named_children(r).find(|p| p.kind() == "parameter_declaration"))
+        .and_then(|p| p.child_by_field_name("name"))
+        .map(|n| src.text(n).to_string());
+    let mut w = Walk {
+        src,
+        imports,
+        recv,
+        locals: HashMap::new(),
+        volatile_locals: HashMap::new(),
+        status_set: HashSet::new(),
+        pending: Vec::new(),
+        f,
+        builders: HashMap::new(),
+        controllers: Vec::new(),
+    };
+    if let Some(list) = decl.child_by_field_name("parameters") {
+        w.declare_params(list);
+    }
+    if let Some(body) = decl.child_by_field_name("body") {
+        w.block(body, &Place::default());
+    }
+    model.controllers.append(&mut w.controllers);
+    w.f
+}
+
+impl<'s, 't> Walk<'s, 't> {
+    fn declare_params(&mut self, list: Node<'_>) {
+        for p in named_children(list) {
+            let Some(t) = p.child_by_field_name("type") else {
+                continue;
+            };
+            let ty = syntax::base_type(self.src, t);
+            for n in syntax::field_children(p, "name") {
+                self.locals.insert(self.src.text(n).to_string(), ty.clone());
+            }
+        }
+    }
+
+    fn block(&mut self, block: Node<'_>, place: &Place) {
+        let stmts = statements(block);
+        let mut wrote = false;
+        for (i, s) in stmts.iter().enumerate() {
+            let before = self.f.api_calls.len();
+            self.statement(*s, place, wrote);
+            // `err := r.Update(..)` then `if err != nil { return …, err }`: the write's error is propagated.
+            if let Some(next) = stmts.get(i + 1)
+                && matches!(s.kind(), "short_var_declaration" | "assignment_statement")
+                && returns_err_on_error(self.src, *next)
+            {
+                for c in &mut self.f.api_calls[before..] {
+                    c.propagated = true;
+                }
+            }
+            wrote |= self.f.api_calls[before..].iter().any(ApiCall::is_write);
+        }
+    }
+
+    fn statement(&mut self, s: Node<'_>, place: &Place, wrote_before: bool) {
+        match s.kind() {
+            "block" => self.block(s, place),
+            "if_statement" => self.if_statement(s, place),
+            "for_statement" => {
+                // `for { … }` and `for cond { … }` repeat until something succeeds; a range visits items.
+                let ranges = named_children(s).any(|c| c.kind() == "range_clause");
+                let inner = Place {
+                    branch: true,
+                    in_loop: true,
+                    in_retry: place.in_retry || !ranges,
+                    ..place.clone()
+                };
+                for c in named_children(s) {
+                    if c.kind() == "block" {
+                        self.block(c, &inner);
+                    } else {
+                        self.expr(c, place);
+                    }
+                }
+            }
+            "expression_switch_statement" | "type_switch_statement" | "select_statement" => {
+                let inner = Place {
+                    branch: true,
+                    ..place.clone()
+                };
+                for c in named_children(s) {
+                    match c.kind() {
+                        "expression_case" | "default_case" | "type_case" | "communication_case" => {
+                            for st in named_children(c).flat_map(syntax::unwrap_stmt_list) {
+                                if is_statement(st) {
+                                    self.statement(st, &inner, false);
+                                }
+                            }
+                        }
+                        _ => self.expr(c, place),
+                    }
+                }
+            }
+            "labeled_statement" => {
+                for c in named_children(s).filter(|c| is_statement(*c)) {
+                    self.statement(c, place, wrote_before);
+                }
+            }
+            "return_statement" => {
+                self.expr(s, place);
+                self.returned(s, place, wrote_before);
+            }
+            "short_var_declaration" | "assignment_statement" => {
+                self.expr(s, place);
+                self.assignment(s, place);
+            }
+            "var_declaration" => {
+                self.expr(s, place);
+                self.var_declaration(s);
+            }
+            _ => self.expr(s, place),
+        }
+    }
+
+    fn if_statement(&mut self, s: Node<'_>, place: &Place) {
+        let before = self.f.api_calls.len();
+        if let Some(init) = s.child_by_field_name("initializer") {
+            self.statement(init, place, false);
+        }
+        let cond = s.child_by_field_name("condition");
+        if let Some(c) = cond {
+            self.expr(c, place);
+        }
+        let cond_text = cond.map(|c| self.src.compact(c, 200)).unwrap_or_default();
+        let is_err = cond_text.contains("err != nil") || cond_text.contains("Err != nil");
+        let (del_then, del_else) = deletion_branches(&cond_text);
+        if let Some(cons) = s.child_by_field_name("consequence") {
+            if is_err && returns_err(self.src, cons) {
+                for c in &mut self.f.api_calls[before..] {
+                    c.propagated = true;
+                }
+            }
+            let inner = Place {
+                branch: true,
+                on_error: place.on_error || is_err,
+                deletion: place.deletion || del_then,
+                guard: (!is_err && !cond_text.is_empty())
+                    .then(|| guard(&cond_text))
+                    .or_else(|| place.guard.clone()),
+                ..place.clone()
+            };
+            self.block(cons, &inner);
+        }
+        if let Some(alt) = s.child_by_field_name("alternative") {
+            let inner = Place {
+                branch: true,
+                deletion: place.deletion || del_else,
+                ..place.clone()
+            };
+            self.statement(alt, &inner, false);
+        }
+    }
+
+    /// Walks an expression (or any non-block statement) for calls and closures.
+    fn expr(&mut self, n: Node<'_>, place: &Place) {
+        match n.kind() {
+            "func_literal" => {
+                if let Some(body) = n.child_by_field_name("body") {
+                    let inner = Place {
+                        branch: true,
+                        ..place.clone()
+                    };
+                    self.block(body, &inner);
+                }
+                return;
+            }
+            "call_expression" => {
+                self.call(n, place);
+                return;
+            }
+            _ => {}
+        }
+        for c in named_children(n) {
+            if c.kind() == "block" {
+                self.block(c, place);
+            } else {
+                self.expr(c, place);
+            }
+        }
+    }
+
+    fn call(&mut self, n: Node<'_>, place: &Place) {
+        let Some(func) = n.child_by_field_name("function") else {
+            return;
+        };
+        let args: Vec<Node> = n
+            .child_by_field_name("arguments")
+            .map(|a| named_children(a).collect())
+            .unwrap_or_default();
+        if let Some(c) = controllers::chain(self.src, self.imports, n, &self.builders) {
+            let m = controllers::model(self, c, n);
+            self.controllers.push(m);
+        }
+        let retry = qualified(self.src, func).is_some_and(|(pkg, f)| {
+            self.imports.is(pkg, "k8s.io/client-go/util/retry")
+                && matches!(f, "RetryOnConflict" | "OnError")
+        });
+        if retry {
+            self.f
+                .error_signs
+                .push(ErrorSign::Predicate("is_conflict".into()));
+        }
+        if let Some((pkg, f)) = qualified(self.src, func)
+            && self.imports.is(pkg, "k8s.io/apimachinery/pkg/api/errors")
+            && let Some(reason) = f.strip_prefix("Is")
+        {
+            self.f
+                .error_signs
+                .push(ErrorSign::Predicate(format!("is_{}", snake(reason))));
+        }
+        if let Some(call) = self.api_call(func, &args, place) {
+            if call.is_write()
+                && let Some(obj) = object_arg(&call.method, &args)
+                && let Some(var) = root_ident(self.src, obj)
+            {
+                // What was assigned into the object before is carried by this write.
+                let (carried, kept): (Vec<Pending>, Vec<Pending>) =
+                    std::mem::take(&mut self.pending)
+                        .into_iter()
+                        .partition(|p| p.var == var);
+                self.pending = kept;
+                for p in carried {
+                    self.f.volatile_writes.push(VolatileWrite {
+                        span: p.span,
+                        source: p.source,
+                        write: call.clone(),
+                        key: p.key,
+                        via: None,
+                    });
+                }
+            }
+            self.f.api_calls.push(call);
+        } else if let Some(callee) = self.callee(func) {
+            self.f.calls.push(Call {
+                callee,
+                type_args: Vec::new(),
+                ctx: CallCtx {
+                    path: if place.deletion {
+                        CallPath::Deletion
+                    } else if place.on_error {
+                        CallPath::Error
+                    } else {
+                        CallPath::Routine
+                    },
+                    in_loop: place.in_loop,
+                    ..Default::default()
+                },
+            });
+        }
+        // `meta.SetStatusCondition(&w.Status.Conditions, …)` changes the object's status.
+        if let Some(first) = args.first()
+            && self.src.text(*first).contains(".Status")
+            && let Some(var) = root_ident(self.src, *first)
+        {
+            self.status_set.insert(var.to_string());
+        }
+        self.expr(func, place);
+        let inner = Place {
+            in_retry: place.in_retry || retry,
+            ..place.clone()
+        };
+        for a in args {
+            self.expr(a, &inner);
+        }
+    }
+
+    /// A call of the module's own code, as the crate join resolves it; `None` for the standard library,
+    /// Kubernetes' libraries and builtins.
+    fn callee(&self, func: Node<'_>) -> Option<Callee> {
+        match func.kind() {
+            "identifier" => {
+                let name = self.src.text(func);
+                (!BUILTINS.contains(&name)).then(|| Callee::Path(name.to_string()))
+            }
+            "selector_expression" => {
+                let op = func.child_by_field_name("operand")?;
+                let m = self
+                    .src
+                    .text(func.child_by_field_name("field")?)
+                    .to_string();
+                if op.kind() == "identifier" {
+                    let x = self.src.text(op);
+                    if self.recv.as_deref() == Some(x) {
+                        return Some(Callee::SelfMethod(m));
+                    }
+                    if let Some(path) = self.imports.path_of(x) {
+                        if self.imports.is_external(x) {
+                            return None;
+                        }
+                        // A package of the module is its directory: `internal/util` is `util`.
+                        let dir = path.rsplit('/').next().unwrap_or(path);
+                        return Some(Callee::Path(format!("{dir}::{m}")));
+                    }
+                }
+                Some(Callee::Method(m))
+            }
+            _ => None,
+        }
+    }
+
+    /// The receiver's type name when `name` is the receiver.
+    pub(super) fn receiver_type(&self, name: &str) -> Option<&str> {
+        (self.recv.as_deref() == Some(name))
+            .then_some(self.f.self_ty.as_deref())
+            .flatten()
+    }
+
+    pub(super) fn local_type(&self, name: &str) -> Option<&str> {
+        self.locals.get(name).map(String::as_str)
+    }
+
+    pub(super) fn fn_name(&self) -> &str {
+        &self.f.name
+    }
+
+    pub(super) fn src(&self) -> &Src<'t> {
+        self.src
+    }
+}
+
+/// What a branch's condition asks, for a finding's `when`.
+fn guard(text: &str) -> Guard {
+    let kind = if text.contains("Generation") {
+        GuardKind::SpecChange
+    } else if text.contains("!=")
+        || text.contains("!reflect.DeepEqual")
+        || text.contains("!equality.")
+    {
+        GuardKind::Drift
+    } else {
+        GuardKind::Other
+    };
+    Guard {
+        kind,
+        text: text.chars().take(Guard::MAX_TEXT).collect(),
+    }
+}
+
+/// Which branch of an `if` on the deletion timestamp runs on deletion: (then, else).
+fn deletion_branches(cond: &str) -> (bool, bool) {
+    if !cond.contains("DeletionTimestamp") || cond.contains("&&") || cond.contains("||") {
+        return (false, false);
+    }
+    let negated = cond.trim_start().starts_with('!');
+    let deleting = if cond.contains("IsZero()") {
+        negated
+    } else if cond.contains("!= nil") {
+        true
+    } else if cond.contains("== nil") {
+        false
+    } else {
+        return (false, false);
+    };
+    (deleting, !deleting)
+}
+
+/// The block returns the error (`return ctrl.Result{}, err`, `return err`).
+fn returns_err(src: &Src<'_>, block: Node<'_>) -> bool {
+    syntax::any_node(block, &mut |n| {
+        n.kind() == "return_statement"
+            && src
+                .text(n)
+                .split(|c: char| !c.is_alphanumeric() && c != '_')
+                .any(|w| w == "err")
+    })
+}
+
+/// `if err != nil { return …, err }`.
+fn returns_err_on_error(src: &Src<'_>, s: Node<'_>) -> bool {
+    s.kind() == "if_statement"
+        && s.child_by_field_name("initializer").is_none()
+        && s.child_by_field_name("condition")
+            .is_some_and(|c| src.compact(c, 60) == "err != nil")
+        && s.child_by_field_name("consequence")
+            .is_some_and(|b| returns_err(src, b))
+}
+
+fn is_statement(n: Node<'_>) -> bool {
+    n.kind().ends_with("_statement")
+        || matches!(
+            n.kind(),
+            "short_var_declaration" | "var_declaration" | "const_declaration" | "block"
+        )
+}

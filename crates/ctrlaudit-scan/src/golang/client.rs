@@ -1,0 +1,169 @@
+//! controller-runtime client calls as typed API operations: which verb and subresource, the object's kind, and
+//! whether the status it carries is dropped.
+
+use super::body::{Place, Walk};
+use super::syntax::{self, Src, named_children, qualified, root_ident, strip_ref};
+use crate::sema::{ApiCall, ApiMethod};
+use tree_sitter::Node;
+
+impl Walk<'_, '_> {
+    /// A controller-runtime client call: `r.Get(ctx, key, &obj)`, `r.Client.Update(ctx, obj)`,
+    /// `r.Status().Patch(ctx, obj, patch)`. A client-go clientset call (`cs.CoreV1().Pods(ns).Get(ctx, name,
+    /// opts)`) is not one.
+    pub(super) fn api_call(
+        &self,
+        func: Node<'_>,
+        args: &[Node<'_>],
+        place: &Place,
+    ) -> Option<ApiCall> {
+        if func.kind() != "selector_expression" {
+            return None;
+        }
+        let recv = func.child_by_field_name("operand")?;
+        let method = self.src.text(func.child_by_field_name("field")?);
+        let status = match recv.kind() {
+            "identifier" | "selector_expression" => false,
+            "call_expression" => {
+                let f = recv.child_by_field_name("function")?;
+                let name = f
+                    .child_by_field_name("field")
+                    .map(|x| self.src.text(x))
+                    .unwrap_or("");
+                let a = self.src.text(recv.child_by_field_name("arguments")?);
+                match (name, a) {
+                    ("Status", "()") => true,
+                    ("SubResource", "(\"status\")") => true,
+                    _ => return None,
+                }
+            }
+            _ => return None,
+        };
+        let (min_args, m) = match (method, status) {
+            ("Get", false) => (3, ApiMethod::Get),
+            ("List", false) => (2, ApiMethod::List),
+            ("Create", false) => (2, ApiMethod::Create),
+            ("Update", false) => (2, ApiMethod::Replace),
+            ("Update", true) => (2, ApiMethod::ReplaceStatus),
+            ("Patch", false) => (3, ApiMethod::Patch),
+            ("Patch", true) => (3, ApiMethod::PatchStatus),
+            ("Apply", false) => (2, ApiMethod::Patch),
+            ("Delete", false) => (2, ApiMethod::Delete),
+            ("DeleteAllOf", false) => (2, ApiMethod::DeleteCollection),
+            _ => return None,
+        };
+        if args.len() < min_args || !is_context(self.src, args[0]) {
+            return None;
+        }
+        // client-go's typed clients take a name and options (`Get(ctx, name, metav1.GetOptions{})`).
+        if args.iter().any(|a| {
+            self.src.text(*a).contains("metav1.") && self.src.text(*a).contains("Options{")
+        }) {
+            return None;
+        }
+        let obj = object_arg(&m, args)?;
+        let mut kind = self.kind_of(obj);
+        if m == ApiMethod::List {
+            kind = kind.and_then(|k| k.strip_suffix("List").map(str::to_string));
+        }
+        let ssa = method == "Apply"
+            || args.get(2).is_some_and(|p| {
+                qualified(self.src, *p).is_some_and(|(pkg, f)| {
+                    self.imports
+                        .is(pkg, "sigs.k8s.io/controller-runtime/pkg/client")
+                        && f == "Apply"
+                })
+            });
+        let var = root_ident(self.src, obj);
+        let body_has_status = matches!(m, ApiMethod::Replace | ApiMethod::Patch)
+            && (var.is_some_and(|v| self.status_set.contains(v))
+                || literal_sets_status(self.src, obj));
+        let recv_text = self.src.text(recv).to_ascii_lowercase();
+        Some(ApiCall {
+            method: m,
+            span: self.src.span(func),
+            kind,
+            body_has_status,
+            awaited_in_iteration: false,
+            in_retry: place.in_retry,
+            propagated: false,
+            on_error: place.on_error,
+            after_change_on_branch: false,
+            on_branch: place.branch,
+            on_deletion: place.deletion,
+            guard: place.guard.clone(),
+            then_writes_on_branch: false,
+            leaves_phase: false,
+            server_side_apply: ssa,
+            cached: m.is_read()
+                && !recv_text.contains("apireader")
+                && !recv_text.contains("uncached"),
+            text: self.src.compact(func, 80),
+            via_producer: None,
+        })
+    }
+
+    /// The kind of an object expression: `&appv1.Widget{}`, a local of that type, `new(appv1.Widget)`.
+    pub(super) fn kind_of(&self, obj: Node<'_>) -> Option<String> {
+        let obj = strip_ref(obj);
+        match obj.kind() {
+            "composite_literal" => obj
+                .child_by_field_name("type")
+                .map(|t| syntax::base_type(self.src, t)),
+            "identifier" => self.locals.get(self.src.text(obj)).cloned(),
+            "call_expression" => {
+                let f = obj.child_by_field_name("function")?;
+                let args = obj.child_by_field_name("arguments")?;
+                match self.src.text(f) {
+                    "new" => named_children(args)
+                        .next()
+                        .map(|t| syntax::base_type(self.src, t)),
+                    _ if f.kind() == "selector_expression"
+                        && f.child_by_field_name("field")
+                            .is_some_and(|x| self.src.text(x) == "DeepCopy") =>
+                    {
+                        self.kind_of(f.child_by_field_name("operand")?)
+                    }
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The object a client call reads into or writes: `Get(ctx, key, obj)`, `List(ctx, list)`, `Update(ctx, obj)`.
+pub(super) fn object_arg<'a>(m: &ApiMethod, args: &[Node<'a>]) -> Option<Node<'a>> {
+    match m {
+        ApiMethod::Get => args.get(2).copied(),
+        _ => args.get(1).copied(),
+    }
+}
+
+/// A composite literal object that sets `Status` (`&appv1.Widget{…, Status: …}`).
+pub(super) fn literal_sets_status(src: &Src<'_>, obj: Node<'_>) -> bool {
+    let obj = strip_ref(obj);
+    obj.kind() == "composite_literal"
+        && obj.child_by_field_name("body").is_some_and(|b| {
+            named_children(b).any(|e| {
+                e.kind() == "keyed_element"
+                    && named_children(e)
+                        .next()
+                        .is_some_and(|k| src.text(unwrap_literal_element(k)) == "Status")
+            })
+        })
+}
+
+/// The grammar wraps a keyed element's key and value in `literal_element`.
+pub(super) fn unwrap_literal_element(n: Node<'_>) -> Node<'_> {
+    if n.kind() == "literal_element" {
+        n.named_child(0).unwrap_or(n)
+    } else {
+        n
+    }
+}
+
+/// The first argument is a context: `ctx`, `reqCtx`, `context.TODO()`.
+pub(super) fn is_context(src: &Src<'_>, a: Node<'_>) -> bool {
+    let t = src.text(a);
+    t.to_ascii_lowercase().contains("ctx") || t.starts_with("context.")
+}

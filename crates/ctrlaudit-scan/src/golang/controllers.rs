@@ -1,0 +1,273 @@
+//! controller-runtime's builder chains as Controllers: `ctrl.NewControllerManagedBy(mgr).For(&T{}) … .Complete(r)`
+//! (or `builder.ControllerManagedBy`), in one expression or through a local the chain is bound to. What the
+//! chain says becomes the same `sema::ControllerModel` the Rust front end gives for a kube-runtime Controller:
+//! the kind, the steps of its main stream (predicates), its workers, and which `Reconcile` it runs.
+
+use super::requeues::lower_value;
+use super::syntax::{self, Src, named_children, qualified, strip_ref};
+use super::{Imports, body};
+use crate::finding::Span;
+use crate::sema::{ConcurrencyConfig, ControllerModel, RunCall, StreamStep, Value};
+use std::collections::HashMap;
+use tree_sitter::Node;
+
+/// controller-runtime's default `MaxConcurrentReconciles`: one worker per controller.
+const DEFAULT_WORKERS: u64 = 1;
+
+/// One method of a builder chain, as owned data (a chain bound to a local outlives its syntax).
+#[derive(Debug, Clone)]
+pub(crate) struct Step {
+    method: String,
+    /// The names the arguments use (`predicate`, `GenerationChangedPredicate`).
+    arg_names: Vec<String>,
+    span: Span,
+    /// `For(&appv1.Widget{})`: the kind.
+    kind: Option<String>,
+    /// `WithOptions(controller.Options{MaxConcurrentReconciles: n})`: what it sets.
+    workers: Option<ConcurrencyConfig>,
+    /// `For(obj, builder.WithPredicates(..))`: predicates on the main stream, by the names they use.
+    for_predicates: Vec<String>,
+}
+
+/// A finished chain: its steps from the root, and the `Complete`/`Build` call with its argument.
+pub(crate) struct Chain<'a> {
+    steps: Vec<Step>,
+    reconciler: Option<Node<'a>>,
+}
+
+/// `X.Complete(r)` or `X.Build(r)` where `X` is a controller-runtime builder chain.
+pub(crate) fn chain<'a>(
+    src: &Src<'_>,
+    imports: &Imports,
+    call: Node<'a>,
+    builders: &HashMap<String, Vec<Step>>,
+) -> Option<Chain<'a>> {
+    let f = call.child_by_field_name("function")?;
+    if f.kind() != "selector_expression" {
+        return None;
+    }
+    let method = src.text(f.child_by_field_name("field")?);
+    if !matches!(method, "Complete" | "Build") {
+        return None;
+    }
+    let steps = steps_of(src, imports, f.child_by_field_name("operand")?, builders)?;
+    let reconciler = call
+        .child_by_field_name("arguments")
+        .and_then(|a| named_children(a).next());
+    Some(Chain { steps, reconciler })
+}
+
+/// A chain not yet finished (bound to a local to be completed later).
+pub(crate) fn unfinished_chain(
+    src: &Src<'_>,
+    imports: &Imports,
+    n: Node<'_>,
+    builders: &HashMap<String, Vec<Step>>,
+) -> Option<Vec<Step>> {
+    if n.kind() != "call_expression" {
+        return None;
+    }
+    steps_of(src, imports, n, builders)
+}
+
+/// The steps of a builder expression, from its root call (or a local holding a chain).
+fn steps_of(
+    src: &Src<'_>,
+    imports: &Imports,
+    n: Node<'_>,
+    builders: &HashMap<String, Vec<Step>>,
+) -> Option<Vec<Step>> {
+    if n.kind() == "identifier" {
+        return builders.get(src.text(n)).cloned();
+    }
+    if n.kind() != "call_expression" {
+        return None;
+    }
+    let f = n.child_by_field_name("function")?;
+    let args: Vec<Node> = n
+        .child_by_field_name("arguments")
+        .map(|a| named_children(a).collect())
+        .unwrap_or_default();
+    if let Some((pkg, name)) = qualified(src, f) {
+        let root = (name == "NewControllerManagedBy"
+            && imports.path_of(pkg) == Some("sigs.k8s.io/controller-runtime"))
+            || (name == "ControllerManagedBy"
+                && imports.is(pkg, "sigs.k8s.io/controller-runtime/pkg/builder"));
+        if root {
+            return Some(vec![step(src, imports, name, &args, n)]);
+        }
+    }
+    if f.kind() != "selector_expression" {
+        return None;
+    }
+    let mut steps = steps_of(src, imports, f.child_by_field_name("operand")?, builders)?;
+    let method = src.text(f.child_by_field_name("field")?);
+    steps.push(step(src, imports, method, &args, n));
+    Some(steps)
+}
+
+fn step(src: &Src<'_>, imports: &Imports, method: &str, args: &[Node<'_>], n: Node<'_>) -> Step {
+    let mut arg_names = Vec::new();
+    for a in args {
+        syntax::any_node(*a, &mut |x| {
+            if matches!(
+                x.kind(),
+                "identifier" | "type_identifier" | "field_identifier" | "package_identifier"
+            ) {
+                arg_names.push(src.text(x).to_string());
+            }
+            false
+        });
+    }
+    let kind = (method == "For")
+        .then(|| args.first().and_then(|a| literal_type(src, *a)))
+        .flatten();
+    let for_predicates = if method == "For" {
+        args.iter()
+            .skip(1)
+            .filter(|a| src.text(**a).contains("WithPredicates"))
+            .flat_map(|a| {
+                let mut names = Vec::new();
+                syntax::any_node(*a, &mut |x| {
+                    if matches!(
+                        x.kind(),
+                        "identifier" | "type_identifier" | "field_identifier"
+                    ) {
+                        names.push(src.text(x).to_string());
+                    }
+                    false
+                });
+                names
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let workers = (method == "WithOptions")
+        .then(|| args.first().map(|a| workers_of(src, imports, *a)))
+        .flatten();
+    Step {
+        method: method.to_string(),
+        arg_names,
+        span: src.span(n),
+        kind,
+        workers,
+        for_predicates,
+    }
+}
+
+/// `controller.Options{MaxConcurrentReconciles: n}`: n when constant, unknown when computed; the default
+/// when the options do not set it.
+fn workers_of(src: &Src<'_>, imports: &Imports, opts: Node<'_>) -> ConcurrencyConfig {
+    let opts = strip_ref(opts);
+    if opts.kind() != "composite_literal" {
+        return ConcurrencyConfig::Unknown;
+    }
+    let Some(body) = opts.child_by_field_name("body") else {
+        return ConcurrencyConfig::Unknown;
+    };
+    for e in named_children(body).filter(|e| e.kind() == "keyed_element") {
+        let mut parts = named_children(e).map(|p| {
+            if p.kind() == "literal_element" {
+                p.named_child(0).unwrap_or(p)
+            } else {
+                p
+            }
+        });
+        let (Some(k), Some(v)) = (parts.next(), parts.next()) else {
+            continue;
+        };
+        if src.text(k) == "MaxConcurrentReconciles" {
+            let value: Value = lower_value(src, imports, v);
+            return match value.number(&HashMap::new(), &crate::sema::unbound) {
+                Some(n) if n >= 0.0 => ConcurrencyConfig::Limit(n as u64),
+                _ => ConcurrencyConfig::Unknown,
+            };
+        }
+    }
+    ConcurrencyConfig::Limit(DEFAULT_WORKERS)
+}
+
+/// The type of `&appv1.Widget{}` or `new(appv1.Widget)`.
+fn literal_type(src: &Src<'_>, a: Node<'_>) -> Option<String> {
+    let a = strip_ref(a);
+    match a.kind() {
+        "composite_literal" => a
+            .child_by_field_name("type")
+            .map(|t| syntax::base_type(src, t)),
+        "call_expression"
+            if a.child_by_field_name("function")
+                .is_some_and(|f| src.text(f) == "new") =>
+        {
+            a.child_by_field_name("arguments")
+                .and_then(|x| named_children(x).next())
+                .map(|t| syntax::base_type(src, t))
+        }
+        _ => None,
+    }
+}
+
+/// The Controller a finished chain builds, in the function being walked.
+pub(super) fn model(w: &body::Walk<'_, '_>, c: Chain<'_>, complete: Node<'_>) -> ControllerModel {
+    let src = w.src();
+    let kind = c.steps.iter().find_map(|s| s.kind.clone());
+    let mut stream = Vec::new();
+    for s in &c.steps {
+        match s.method.as_str() {
+            // Only what filters the main stream counts: `WithEventFilter` filters every source, and
+            // `WithPredicates` given to `For` filters the reconciled kind's events.
+            "WithEventFilter" => stream.push(StreamStep {
+                method: s.method.clone(),
+                arg_names: s.arg_names.clone(),
+            }),
+            "For" if !s.for_predicates.is_empty() => stream.push(StreamStep {
+                method: "WithPredicates".into(),
+                arg_names: s.for_predicates.clone(),
+            }),
+            _ => {}
+        }
+    }
+    let config = c
+        .steps
+        .iter()
+        .rev()
+        .find_map(|s| s.workers.clone())
+        .unwrap_or(ConcurrencyConfig::Limit(DEFAULT_WORKERS));
+    let reconciler_ty = c.reconciler.and_then(|r| {
+        let r = strip_ref(r);
+        match r.kind() {
+            "identifier" => {
+                let name = src.text(r);
+                w.receiver_type(name)
+                    .or_else(|| w.local_type(name))
+                    .map(str::to_string)
+            }
+            "composite_literal" => r
+                .child_by_field_name("type")
+                .map(|t| syntax::base_type(src, t)),
+            _ => None,
+        }
+    });
+    let reconcile = match reconciler_ty {
+        Some(t) => format!("{t}::Reconcile"),
+        None => "Reconcile".to_string(),
+    };
+    let span = c
+        .steps
+        .first()
+        .map_or_else(|| src.span(complete), |s| s.span.clone());
+    ControllerModel {
+        span,
+        in_fn: w.fn_name().to_string(),
+        kind,
+        stream,
+        config,
+        run: Some(RunCall {
+            span: src.span(complete),
+            reconcile: Some(reconcile),
+            error_policy: None,
+            inline_policy: Vec::new(),
+        }),
+        stored_in: None,
+    }
+}

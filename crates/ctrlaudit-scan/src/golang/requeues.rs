@@ -1,0 +1,175 @@
+//! `ctrl.Result` requeues (what each `return` of a reconcile asks for) and the numbers and durations they are
+//! built from, lowered to `sema::Value`.
+
+use super::Imports;
+use super::body::{Place, Walk};
+use super::client::unwrap_literal_element;
+use super::syntax::{self, Src, named_children, qualified};
+use crate::sema::{Op, Requeue, Value};
+use std::collections::HashMap;
+use tree_sitter::Node;
+
+impl Walk<'_, '_> {
+    /// A `return` of a function that returns `ctrl.Result`: the requeue it asks for, if any.
+    pub(super) fn returned(&mut self, s: Node<'_>, place: &Place, wrote_before: bool) {
+        if !self.f.returns_action {
+            return;
+        }
+        let values: Vec<Node> = named_children(s)
+            .find(|c| c.kind() == "expression_list")
+            .map(|l| named_children(l).collect())
+            .unwrap_or_default();
+        let requeue = values.first().and_then(|first| {
+            // With a non-nil error controller-runtime ignores the Result and backs off itself.
+            if values.get(1).is_some_and(|e| self.src.text(*e) != "nil") {
+                return None;
+            }
+            self.requeue(*first, place, wrote_before)
+        });
+        if let Some(r) = &requeue {
+            self.f.requeues.push(r.clone());
+        }
+        self.f.returns.push(requeue);
+    }
+
+    /// `ctrl.Result{RequeueAfter: d}` as a requeue. `Requeue: true` alone is not one: it goes through the
+    /// rate limiter, which backs off per object.
+    pub(super) fn requeue(
+        &self,
+        lit: Node<'_>,
+        place: &Place,
+        wrote_before: bool,
+    ) -> Option<Requeue> {
+        if lit.kind() != "composite_literal"
+            || lit
+                .child_by_field_name("type")
+                .is_none_or(|t| syntax::base_type(self.src, t) != "Result")
+        {
+            return None;
+        }
+        let body = lit.child_by_field_name("body")?;
+        let after = named_children(body)
+            .filter(|e| e.kind() == "keyed_element")
+            .find_map(|e| {
+                let mut parts = named_children(e).map(unwrap_literal_element);
+                let key = parts.next()?;
+                let value = parts.next()?;
+                (self.src.text(key) == "RequeueAfter").then_some(value)
+            })?;
+        let value = lower_value(self.src, self.imports, after);
+        let secs = value.secs(&HashMap::new(), &crate::sema::unbound);
+        Some(Requeue {
+            span: self.src.span(lit),
+            secs,
+            duration: (secs.is_none() && !value.is_jittered()).then_some(value),
+            conditional: place.branch,
+            on_error: place.on_error,
+            in_err_value: false,
+            after_change: wrote_before,
+            after_write: wrote_before,
+            variants: Vec::new(),
+            via: None,
+            via_args: Vec::new(),
+            text: self.src.compact(lit, 80),
+        })
+    }
+}
+
+/// `IsAlreadyExists` → `already_exists`.
+pub(super) fn snake(s: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if c.is_ascii_uppercase() {
+            if i > 0 {
+                out.push('_');
+            }
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// A Go number or duration expression as a [`Value`]: `30 * time.Second`, `time.Duration(n) * time.Minute`,
+/// a constant's name.
+pub(super) fn lower_value(src: &Src<'_>, imports: &Imports, n: Node<'_>) -> Value {
+    match n.kind() {
+        "int_literal" | "float_literal" => {
+            let t = src.text(n).replace('_', "");
+            let v = if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+                i64::from_str_radix(h, 16).ok().map(|x| x as f64)
+            } else {
+                t.parse::<f64>().ok()
+            };
+            v.map_or(Value::Unknown, Value::Num)
+        }
+        "parenthesized_expression" => n
+            .named_child(0)
+            .map_or(Value::Unknown, |i| lower_value(src, imports, i)),
+        "identifier" => Value::Name {
+            name: src.text(n).to_string(),
+            qualified: false,
+        },
+        "selector_expression" => match qualified(src, n) {
+            Some((pkg, unit)) if imports.is(pkg, "time") => match unit {
+                "Nanosecond" => Value::Secs(1e-9),
+                "Microsecond" => Value::Secs(1e-6),
+                "Millisecond" => Value::Secs(1e-3),
+                "Second" => Value::Secs(1.0),
+                "Minute" => Value::Secs(60.0),
+                "Hour" => Value::Secs(3600.0),
+                _ => Value::Unknown,
+            },
+            Some((_, name)) => Value::Name {
+                name: name.to_string(),
+                qualified: true,
+            },
+            None => Value::Unknown,
+        },
+        "binary_expression" => {
+            let op = match n.child_by_field_name("operator").map(|o| src.text(o)) {
+                Some("*") => Op::Mul,
+                Some("+") => Op::Add,
+                Some("-") => Op::Sub,
+                Some("/") => Op::Div,
+                _ => return Value::Unknown,
+            };
+            let (Some(l), Some(r)) = (
+                n.child_by_field_name("left"),
+                n.child_by_field_name("right"),
+            ) else {
+                return Value::Unknown;
+            };
+            Value::Binary {
+                op,
+                left: Box::new(lower_value(src, imports, l)),
+                right: Box::new(lower_value(src, imports, r)),
+            }
+        }
+        "call_expression" => {
+            let Some(f) = n.child_by_field_name("function") else {
+                return Value::Unknown;
+            };
+            let args: Vec<Node> = n
+                .child_by_field_name("arguments")
+                .map(|a| named_children(a).collect())
+                .unwrap_or_default();
+            match qualified(src, f) {
+                // A conversion to a count of nanoseconds, multiplied by a unit around it.
+                Some((pkg, "Duration")) if imports.is(pkg, "time") && args.len() == 1 => {
+                    lower_value(src, imports, args[0])
+                }
+                Some((pkg, _))
+                    if imports.is(pkg, "math/rand")
+                        || imports.is(pkg, "math/rand/v2")
+                        || (imports.is(pkg, "k8s.io/apimachinery/pkg/util/wait")) =>
+                {
+                    Value::Jittered
+                }
+                _ => Value::Unknown,
+            }
+        }
+        _ => Value::Unknown,
+    }
+}

@@ -1,0 +1,174 @@
+//! Small readers over tree-sitter-go nodes: text, spans, children by field, and the few type shapes the front
+//! end asks about.
+
+use crate::finding::Span;
+use tree_sitter::Node;
+
+/// The file being read: its name for spans and its text for node contents.
+pub(crate) struct Src<'t> {
+    pub(crate) name: &'t str,
+    pub(crate) text: &'t str,
+}
+
+impl<'t> Src<'t> {
+    pub(crate) fn new(name: &'t str, text: &'t str) -> Self {
+        Self { name, text }
+    }
+
+    /// The node's source text (empty if its bytes are not on a character boundary, which a parse of valid UTF-8
+    /// never gives).
+    pub(crate) fn text(&self, n: Node<'_>) -> &'t str {
+        self.text.get(n.byte_range()).unwrap_or("")
+    }
+
+    /// The node's place, 1-based.
+    pub(crate) fn span(&self, n: Node<'_>) -> Span {
+        let (a, b) = (n.start_position(), n.end_position());
+        Span {
+            file: self.name.to_string(),
+            line: a.row + 1,
+            column: a.column + 1,
+            end_line: b.row + 1,
+            end_column: b.column + 1,
+        }
+    }
+
+    /// The node's text with runs of whitespace collapsed and cut at `max` characters.
+    pub(crate) fn compact(&self, n: Node<'_>, max: usize) -> String {
+        let mut out = String::new();
+        for w in self.text(n).split_whitespace() {
+            if !out.is_empty() {
+                out.push(' ');
+            }
+            out.push_str(w);
+        }
+        if out.chars().count() > max {
+            out = out.chars().take(max).collect::<String>() + "…";
+        }
+        out
+    }
+}
+
+/// The named children of a node (comments included).
+pub(crate) fn named_children<'a>(n: Node<'a>) -> impl Iterator<Item = Node<'a>> {
+    (0..n.named_child_count()).filter_map(move |i| n.named_child(i))
+}
+
+/// Every child of `n` under the field `field` (a `var a, b = …` has two names).
+pub(crate) fn field_children<'a>(n: Node<'a>, field: &str) -> Vec<Node<'a>> {
+    let mut cursor = n.walk();
+    n.children_by_field_name(field, &mut cursor).collect()
+}
+
+/// A `statement_list` (how the grammar groups a block's statements) as its statements; anything else as itself.
+pub(crate) fn unwrap_stmt_list(n: Node<'_>) -> Vec<Node<'_>> {
+    if n.kind() == "statement_list" {
+        named_children(n).collect()
+    } else {
+        vec![n]
+    }
+}
+
+/// The type's own name, without pointer, package or type arguments: `*appv1.Widget` is `Widget`.
+pub(crate) fn base_type(src: &Src<'_>, t: Node<'_>) -> String {
+    match t.kind() {
+        "pointer_type" | "parenthesized_type" => named_children(t)
+            .last()
+            .map(|i| base_type(src, i))
+            .unwrap_or_default(),
+        "qualified_type" => t
+            .child_by_field_name("name")
+            .map(|n| src.text(n).to_string())
+            .unwrap_or_default(),
+        "generic_type" => t
+            .child_by_field_name("type")
+            .map(|n| base_type(src, n))
+            .unwrap_or_default(),
+        _ => src.text(t).to_string(),
+    }
+}
+
+/// A result list that returns controller-runtime's `Result` (`(ctrl.Result, error)`, `(reconcile.Result, error)`).
+pub(crate) fn mentions_result(src: &Src<'_>, result: Node<'_>) -> bool {
+    let text = src.text(result);
+    text.contains(".Result")
+        || text
+            .split(|c: char| !c.is_alphanumeric())
+            .any(|w| w == "Result")
+}
+
+/// `&x` and `(x)` as `x`.
+pub(crate) fn strip_ref(n: Node<'_>) -> Node<'_> {
+    let mut n = n;
+    loop {
+        match n.kind() {
+            "unary_expression"
+                if n.child_by_field_name("operator")
+                    .is_some_and(|o| o.kind() == "&") =>
+            {
+                match n.child_by_field_name("operand") {
+                    Some(o) => n = o,
+                    None => return n,
+                }
+            }
+            "parenthesized_expression" => match n.named_child(0) {
+                Some(o) => n = o,
+                None => return n,
+            },
+            _ => return n,
+        }
+    }
+}
+
+/// The identifier an expression is rooted at: `w` of `w.Status.Conditions[0]`, `&w`, `w.DeepCopy()`.
+pub(crate) fn root_ident<'t>(src: &Src<'t>, n: Node<'_>) -> Option<&'t str> {
+    let n = strip_ref(n);
+    match n.kind() {
+        "identifier" => Some(src.text(n)),
+        "selector_expression" => root_ident(src, n.child_by_field_name("operand")?),
+        "index_expression" => root_ident(src, n.child_by_field_name("operand")?),
+        "call_expression" => {
+            let f = n.child_by_field_name("function")?;
+            if f.kind() == "selector_expression" {
+                root_ident(src, f.child_by_field_name("operand")?)
+            } else {
+                None
+            }
+        }
+        _ => None,
+    }
+}
+
+/// `pkg.Name` as (`pkg`, `Name`) when the operand is a bare identifier.
+pub(crate) fn qualified<'t>(src: &Src<'t>, n: Node<'_>) -> Option<(&'t str, &'t str)> {
+    if n.kind() != "selector_expression" {
+        return None;
+    }
+    let op = n.child_by_field_name("operand")?;
+    let field = n.child_by_field_name("field")?;
+    (op.kind() == "identifier").then(|| (src.text(op), src.text(field)))
+}
+
+/// Does the subtree hold a node for which `pred` holds? Walked without recursion.
+pub(crate) fn any_node(n: Node<'_>, pred: &mut dyn FnMut(Node<'_>) -> bool) -> bool {
+    let mut cursor = n.walk();
+    loop {
+        if pred(cursor.node()) {
+            return true;
+        }
+        if cursor.goto_first_child() {
+            continue;
+        }
+        loop {
+            if cursor.node() == n {
+                return false;
+            }
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            if !cursor.goto_parent() {
+                return false;
+            }
+        }
+    }
+}

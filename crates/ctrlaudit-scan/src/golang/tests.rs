@@ -1,0 +1,158 @@
+//! The Go front end on small kubebuilder-shaped sources: the facts each shape gives.
+#![allow(clippy::unwrap_used)]
+
+use super::*;
+use crate::sema::{ApiMethod, ConcurrencyConfig};
+
+const HEAD: &str = "package controller\n\nimport (\n\t\"context\"\n\t\"time\"\n\n\tmetav1 \"k8s.io/apimachinery/pkg/apis/meta/v1\"\n\tctrl \"sigs.k8s.io/controller-runtime\"\n\t\"sigs.k8s.io/controller-runtime/pkg/client\"\n\t\"sigs.k8s.io/controller-runtime/pkg/controller\"\n\t\"sigs.k8s.io/controller-runtime/pkg/predicate\"\n\n\tappv1 \"example.com/widget/api/v1\"\n)\n\n";
+
+fn model(body: &str) -> FileModel {
+    analyze("w.go", &format!("{HEAD}{body}")).unwrap()
+}
+
+#[test]
+fn client_calls_are_typed_with_their_kind_and_subresource() {
+    let m = model(
+        "func (r *WidgetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {\n\
+         \tvar w appv1.Widget\n\
+         \tif err := r.Get(ctx, req.NamespacedName, &w); err != nil {\n\t\treturn ctrl.Result{}, client.IgnoreNotFound(err)\n\t}\n\
+         \tw.Status.Phase = \"Ready\"\n\
+         \tif err := r.Status().Update(ctx, &w); err != nil {\n\t\treturn ctrl.Result{}, err\n\t}\n\
+         \tif err := r.Client.Update(ctx, &w); err != nil {\n\t\treturn ctrl.Result{}, err\n\t}\n\
+         \treturn ctrl.Result{RequeueAfter: 5 * time.Minute}, nil\n}\n",
+    );
+    let f = &m.fns[0];
+    assert_eq!(f.self_ty.as_deref(), Some("WidgetReconciler"));
+    assert!(f.returns_action);
+    let calls: Vec<(ApiMethod, Option<&str>, bool)> = f
+        .api_calls
+        .iter()
+        .map(|c| (c.method, c.kind.as_deref(), c.body_has_status))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            (ApiMethod::Get, Some("Widget"), false),
+            (ApiMethod::ReplaceStatus, Some("Widget"), false),
+            (ApiMethod::Replace, Some("Widget"), true),
+        ]
+    );
+    assert!(f.api_calls[0].cached);
+    assert!(f.api_calls[2].propagated);
+    assert_eq!(f.requeues.len(), 1);
+    assert_eq!(f.requeues[0].secs, Some(300.0));
+    assert!(!f.requeues[0].conditional);
+}
+
+#[test]
+fn a_clientset_call_is_no_controller_runtime_call() {
+    let m = model(
+        "func (r *R) f(ctx context.Context) error {\n\t_, err := r.cs.CoreV1().Pods(\"ns\").Get(ctx, \"p\", metav1.GetOptions{})\n\treturn err\n}\n",
+    );
+    assert!(m.fns[0].api_calls.is_empty());
+}
+
+#[test]
+fn a_requeue_returned_with_an_error_is_none_and_one_on_an_error_branch_is_on_error() {
+    let m = model(
+        "const retry = 2 * time.Second\n\n\
+         func (r *R) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {\n\
+         \tif err := r.step(ctx); err != nil {\n\t\treturn ctrl.Result{RequeueAfter: retry}, nil\n\t}\n\
+         \tif err := r.other(ctx); err != nil {\n\t\treturn ctrl.Result{RequeueAfter: time.Second}, err\n\t}\n\
+         \treturn ctrl.Result{Requeue: true}, nil\n}\n",
+    );
+    assert_eq!(m.consts, [("retry".to_string(), 2.0)]);
+    let f = &m.fns[0];
+    assert_eq!(f.requeues.len(), 1);
+    assert!(f.requeues[0].on_error && f.requeues[0].conditional);
+    assert_eq!(f.requeues[0].secs, None);
+    assert_eq!(f.returns.len(), 3);
+    assert_eq!(f.calls.len(), 2);
+}
+
+#[test]
+fn an_unconditional_timestamp_is_carried_by_the_next_write_of_its_object() {
+    let m = model(
+        "func (r *R) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {\n\
+         \tw := &appv1.Widget{}\n\
+         \t_ = r.Get(ctx, req.NamespacedName, w)\n\
+         \tif w.Annotations == nil {\n\t\tw.Annotations = map[string]string{}\n\t}\n\
+         \tw.Annotations[\"example.com/seen\"] = time.Now().Format(time.RFC3339)\n\
+         \tif cond {\n\t\tw.Status.LastSync = metav1.Now()\n\t}\n\
+         \treturn ctrl.Result{}, r.Update(ctx, w)\n}\n",
+    );
+    let f = &m.fns[0];
+    assert_eq!(f.volatile_writes.len(), 1, "{:?}", f.volatile_writes);
+    let v = &f.volatile_writes[0];
+    assert_eq!(v.key.as_deref(), Some("example.com/seen"));
+    assert_eq!(v.source, "time.Now()");
+    assert_eq!(v.write.method, ApiMethod::Replace);
+}
+
+#[test]
+fn builder_chains_become_controllers_with_their_predicates_and_workers() {
+    let m = model(
+        "func (r *WidgetReconciler) SetupWithManager(mgr ctrl.Manager) error {\n\
+         \treturn ctrl.NewControllerManagedBy(mgr).\n\t\tFor(&appv1.Widget{}).\n\
+         \t\tWithEventFilter(predicate.GenerationChangedPredicate{}).\n\
+         \t\tWithOptions(controller.Options{MaxConcurrentReconciles: 5}).\n\t\tComplete(r)\n}\n\n\
+         func setup(mgr ctrl.Manager) error {\n\
+         \tb := ctrl.NewControllerManagedBy(mgr).For(&appv1.Gadget{})\n\
+         \treturn b.Complete(&GadgetReconciler{Client: mgr.GetClient()})\n}\n",
+    );
+    assert_eq!(m.controllers.len(), 2);
+    let c = &m.controllers[0];
+    assert_eq!(c.kind.as_deref(), Some("Widget"));
+    assert_eq!(c.stream.len(), 1);
+    assert!(
+        c.stream[0]
+            .arg_names
+            .iter()
+            .any(|n| n == "GenerationChangedPredicate")
+    );
+    assert_eq!(c.config, ConcurrencyConfig::Limit(5));
+    assert_eq!(
+        c.run.as_ref().and_then(|r| r.reconcile.as_deref()),
+        Some("WidgetReconciler::Reconcile")
+    );
+    let g = &m.controllers[1];
+    assert_eq!(g.kind.as_deref(), Some("Gadget"));
+    assert!(g.stream.is_empty());
+    assert_eq!(g.config, ConcurrencyConfig::Limit(1));
+    assert_eq!(
+        g.run.as_ref().and_then(|r| r.reconcile.as_deref()),
+        Some("GadgetReconciler::Reconcile")
+    );
+}
+
+#[test]
+fn markers_declare_kinds_and_the_status_subresource() {
+    let m = model(
+        "// +kubebuilder:object:root=true\n// +kubebuilder:subresource:status\n\n// Widget is a widget.\n\
+         type Widget struct {\n\tSpec WidgetSpec\n}\n\n// +kubebuilder:object:root=true\n\
+         type WidgetList struct {}\n\n// +kubebuilder:object:root=true\ntype Plain struct {}\n",
+    );
+    let kinds: Vec<(&str, bool)> = m
+        .crds
+        .iter()
+        .map(|c| (c.kind.as_str(), c.has_status))
+        .collect();
+    assert_eq!(kinds, [("Widget", true), ("Plain", false)]);
+}
+
+#[test]
+fn bad_input_is_an_error_not_a_panic() {
+    assert!(matches!(
+        analyze("x.go", "package x\nfunc f( {\n"),
+        Err(GoError::Syntax { .. })
+    ));
+    let deep = format!(
+        "package x\nvar x = {}1{}\n",
+        "(".repeat(5000),
+        ")".repeat(5000)
+    );
+    assert!(matches!(
+        analyze("x.go", &deep),
+        Err(GoError::TooDeep { .. })
+    ));
+}
