@@ -1,16 +1,19 @@
 #!/usr/bin/env python3
 """scan's accuracy on real operators: fetches the published crates of corpus/crates.tsv from crates.io (checked
-against the index's sha256), scans each with kubectl-ctrlaudit, and scores the findings against
+against the index's sha256) and the published Go modules of corpus/go-modules.tsv from the Go module proxy
+(checked against their go.sum hash), scans each with kubectl-ctrlaudit, and scores the findings against
 corpus/labels.tsv: precision (debatable findings counted for scan), strict precision (debatable counted against
 it) and recall, per rule and overall, at warning and at info, for the whole corpus with this binary and for each
 blind batch as it was first scanned (corpus/blind/BATCH.tsv); then every finding not yet labelled (in the labels
 file's format, to review and paste), every finding labelled false, and every expected case that was missed.
 
-Usage: corpus/run.sh [--bin PATH] [--dir DIR] [--min-severity info|warning|error] [--record-blind BATCH]
+Usage: corpus/run.sh [--bin PATH] [--dir DIR] [--lang rust|go|all] [--min-severity info|warning|error]
+                     [--record-blind BATCH]
 No third-party code is stored in this repository: the crates go to DIR (default /tmp/ctrlaudit-corpus).
 """
 
 import argparse
+import base64
 import collections
 import hashlib
 import io
@@ -21,6 +24,7 @@ import sys
 import tarfile
 import tomllib
 import urllib.request
+import zipfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SEVERITY = {"info": 0, "warning": 1, "error": 2}
@@ -56,6 +60,48 @@ def fetch(name, version, sha256, root):
         sys.exit(f"{name}-{version}: sha256 {got} does not match the index's {sha256}")
     with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as t:
         t.extractall(root, filter="data")
+    return dest
+
+
+def go_proxy():
+    """The first proxy URL of GOPROXY (as the go command reads it), else proxy.golang.org."""
+    for entry in os.environ.get("GOPROXY", "").replace("|", ",").split(","):
+        if entry.startswith(("https://", "http://")):
+            return entry.rstrip("/")
+    return "https://proxy.golang.org"
+
+
+def go_escape(path):
+    """The module proxy's case encoding: an upper-case letter is `!` and the letter in lower case."""
+    return "".join("!" + c.lower() if c.isupper() else c for c in path)
+
+
+def go_h1(zf):
+    """go.sum's `h1:` hash of a module zip (golang.org/x/mod/sumdb/dirhash.Hash1): the sha256 of the sorted lines
+    `<sha256 of file>  <name>`."""
+    names = sorted(n for n in zf.namelist() if not n.endswith("/"))
+    summary = "".join(f"{hashlib.sha256(zf.read(n)).hexdigest()}  {n}\n" for n in names)
+    return "h1:" + base64.b64encode(hashlib.sha256(summary.encode()).digest()).decode()
+
+
+def fetch_go(module, version, h1, root):
+    """Unpacks module@version under root/go once; the zip must match its go.sum hash."""
+    prefix = f"{module}@{version}/"
+    dest = os.path.join(root, "go", module + "@" + version)
+    if os.path.isdir(dest):
+        return dest
+    url = f"{go_proxy()}/{go_escape(module)}/@v/{go_escape(version)}.zip"
+    with urllib.request.urlopen(url, timeout=120) as r:
+        data = r.read()
+    with zipfile.ZipFile(io.BytesIO(data)) as zf:
+        got = go_h1(zf)
+        if got != h1:
+            sys.exit(f"{module}@{version}: {got} does not match go.sum's {h1}")
+        for n in zf.namelist():
+            # A module zip holds only its own files, under module@version/: nothing may land elsewhere.
+            if not n.startswith(prefix) or ".." in n.split("/"):
+                sys.exit(f"{module}@{version}: zip entry {n!r} is outside {prefix}")
+        zf.extractall(os.path.join(root, "go"))
     return dest
 
 
@@ -187,10 +233,18 @@ def main():
     ap.add_argument("--record-blind", metavar="BATCH",
                     help="write the findings of the crates of BATCH (crates.tsv's fifth column) to "
                     "corpus/blind/BATCH.tsv: the first scan of a new batch, before any code changes for it")
+    ap.add_argument("--lang", choices=["rust", "go", "all"], default="all",
+                    help="score the Rust crates, the Go modules or both (each language gets its own tables)")
     a = ap.parse_args()
     os.makedirs(a.dir, exist_ok=True)
 
     crates = [(r[0], r[1], r[2], r[4] if len(r) > 4 else "") for r in read_tsv(os.path.join(HERE, "crates.tsv"))]
+    modules = [(r[0], r[1], r[2], r[4] if len(r) > 4 else "")
+               for r in read_tsv(os.path.join(HERE, "go-modules.tsv"))]
+    if a.lang == "go":
+        crates = []
+    if a.lang == "rust":
+        modules = []
     labels = read_labels()
     blind = read_blind()
 
@@ -210,11 +264,21 @@ def main():
             key = (f"{name}@{version}", os.path.relpath(s["file"], d), s["line"], f["code"])
             found[key] = f["severity"]
             messages[key] = f["message"]
+    for module, version, h1, _batch in modules:
+        d = fetch_go(module, version, h1, a.dir)
+        doc = scan(a.bin, d, cargo_home)
+        for f in doc["findings"]:
+            s = f["subject"]
+            if s.get("type") != "source":
+                continue
+            key = (f"{module}@{version}", os.path.relpath(s["file"], d), s["line"], f["code"])
+            found[key] = f["severity"]
+            messages[key] = f["message"]
 
     if a.record_blind:
-        members = {f"{n}@{v}" for n, v, _, b in crates if b == a.record_blind}
+        members = {f"{n}@{v}" for n, v, _, b in crates + modules if b == a.record_blind}
         if not members:
-            sys.exit(f"no crate of crates.tsv is in batch {a.record_blind}")
+            sys.exit(f"no crate of crates.tsv or module of go-modules.tsv is in batch {a.record_blind}")
         path = os.path.join(HERE, "blind", f"{a.record_blind}.tsv")
         if os.path.exists(path):
             sys.exit(f"{path} exists: a blind record is written once, before tuning")
@@ -226,15 +290,22 @@ def main():
                 out.write("\t".join([key[0], key[1], str(key[2]), key[3], found[key]]) + "\n")
         print(f"wrote {path}")
 
-    all_crates = {f"{n}@{v}" for n, v, _, _ in crates}
-    print(f"{len(crates)} crates, {len(found)} findings")
-    for sev in ("warning", "info"):
-        print_table(f"Corpus (every crate, this binary), findings at {sev} or above:",
-                    score(found, labels, all_crates, sev))
-    for batch, rows in blind.items():
-        members = {k[0] for k in rows} | {f"{n}@{v}" for n, v, _, b in crates if b == batch}
+    print(f"{len(crates)} crates, {len(modules)} Go modules, {len(found)} findings")
+    for title, units in (("Rust corpus (every crate", crates), ("Go corpus (every module", modules)):
+        if not units:
+            continue
+        members = {f"{n}@{v}" for n, v, _, _ in units}
+        mine = {k: v for k, v in found.items() if k[0] in members}
         for sev in ("warning", "info"):
-            print_table(f"Blind: batch {batch} ({len(members)} crates) as first scanned, at {sev} or above:",
+            print_table(f"{title}, this binary), findings at {sev} or above:",
+                        score(mine, labels, members, sev))
+    chosen = {f"{n}@{v}" for n, v, _, _ in crates + modules}
+    for batch, rows in blind.items():
+        members = {k[0] for k in rows} | {f"{n}@{v}" for n, v, _, b in crates + modules if b == batch}
+        if not members & chosen:
+            continue
+        for sev in ("warning", "info"):
+            print_table(f"Blind: batch {batch} ({len(members)} crates or modules) as first scanned, at {sev} or above:",
                         score(rows, labels, members, sev))
 
     unlabelled = sorted(k for k, sev in found.items()
@@ -251,7 +322,7 @@ def main():
         for key in false_alarms:
             crate, path, line, code = key
             print(f"{crate}\t{path}\t{line}\t{code}\t{found[key]}\t{labels[key][1]}")
-    missed = sorted(k for k, (label, _) in labels.items() if label == "true" and k not in found)
+    missed = sorted(k for k, (label, _) in labels.items() if label == "true" and k not in found and k[0] in chosen)
     if missed:
         print(f"\n{len(missed)} labelled true cases that scan did not report:")
         for key in missed:

@@ -11,13 +11,13 @@ jobs=${2:-2}
 sanitizer=${FUZZ_SANITIZER:-address}
 shift $(($# < 2 ? $# : 2))
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(scan_file scan_crate scan_tree scan_nesting baseline audit_log crd_yaml config suppressions prometheus replay)
+[ ${#targets[@]} -gt 0 ] || targets=(scan_file scan_go scan_crate scan_tree scan_nesting baseline audit_log crd_yaml config suppressions prometheus replay)
 # Seeds the corpora and builds every target (a 1-second run each).
 FUZZ_SANITIZER=$sanitizer fuzz/run.sh 1 >/dev/null 2>&1
 # The same -max_len per target as fuzz/run.sh.
 max_len() {
 	case $1 in
-	scan_file | scan_crate | crd_yaml | audit_log | prometheus | replay) echo 1048576 ;;
+	scan_file | scan_go | scan_crate | crd_yaml | audit_log | prometheus | replay) echo 1048576 ;;
 	*) echo 65536 ;;
 	esac
 }

@@ -9,12 +9,12 @@ secs=${1:-60}
 # (unsafe-libyaml, a C translation) is the one to keep under ASan. Stack overflows, timeouts and the RSS limit are
 # caught by libFuzzer either way.
 sanitizer=${FUZZ_SANITIZER:-address}
-targets=(scan_file scan_crate scan_tree scan_nesting crd_yaml config baseline suppressions audit_log prometheus replay)
+targets=(scan_file scan_go scan_crate scan_tree scan_nesting crd_yaml config baseline suppressions audit_log prometheus replay)
 # libFuzzer's default -max_len (4,096 bytes) never reaches deep nesting, long chains or a 400 KB YAML: the text
 # targets take inputs up to 1 MiB. scan_nesting and scan_tree build depth and size from short inputs.
 max_len() {
 	case $1 in
-	scan_file | scan_crate | crd_yaml | audit_log | prometheus | replay) echo 1048576 ;;
+	scan_file | scan_go | scan_crate | crd_yaml | audit_log | prometheus | replay) echo 1048576 ;;
 	*) echo 65536 ;;
 	esac
 }
@@ -38,6 +38,12 @@ seed() { # target, files...
 shopt -s globstar nullglob
 seed scan_file fixtures/scan/**/*.rs src/bench/variants/*.rs
 seed scan_crate fixtures/scan/**/*.rs
+seed scan_go fixtures/scan/**/*.go
+# Go nested past the front end's depth bound (CA001), and just under it.
+for n in 300 3000; do
+	printf 'package x\nimport ctrl "sigs.k8s.io/controller-runtime"\nvar x = %s1%s\nvar _ = ctrl.Result{}\n' \
+		"$(printf '(%.0s' $(seq $n))" "$(printf ')%.0s' $(seq $n))" >"fuzz/corpus/scan_go/deep_$n.go"
+done
 # Deep shapes as seeds of the text targets, so that mutation starts where the recursion is.
 mkdir -p fuzz/corpus/scan_file
 for n in 3000 20000; do
