@@ -1,5 +1,5 @@
-//! Every rule has its doc with the required sections, and the doc's ```rust,bad examples raise
-//! the rule while the ```rust,good ones do not.
+//! Every rule has its doc with the required sections, and the doc's ```rust,bad and ```go,bad examples raise
+//! the rule while the ```rust,good and ```go,good ones do not.
 #![allow(clippy::unwrap_used)]
 
 use ctrlaudit::config::Config;
@@ -99,6 +99,61 @@ fn bad_examples_fire_and_good_examples_do_not() {
         }
     }
     assert!(checked >= 26, "only {checked} examples checked");
+}
+
+/// The scan rules judged in Go source: each has ```go,bad and ```go,good examples in its doc's "In Go" section;
+/// the others say there why not (yet).
+const GO_RULES: &[&str] = &["CA101", "CA201", "CA202", "CA203", "CA204", "CA303"];
+
+#[test]
+fn go_examples_fire_both_ways_and_every_scan_rule_says_what_it_does_in_go() {
+    let config = Config::default();
+    let mut with_examples = Vec::new();
+    for r in RULES
+        .iter()
+        .filter(|r| r.has_lens(Lens::Scan) && !matches!(r.code, "CA001" | "CA002"))
+    {
+        let doc = r.doc();
+        let at = doc
+            .find("\n## In Go (controller-runtime)\n")
+            .unwrap_or_else(|| panic!("{}: no `## In Go (controller-runtime)` section", r.code));
+        assert!(
+            at < doc.find("\n## How scan detects it\n").unwrap(),
+            "{}: the Go section goes before `## How scan detects it`",
+            r.code
+        );
+        let bs = blocks(doc);
+        let bad: Vec<_> = bs.iter().filter(|(i, _)| i == "go,bad").collect();
+        let good: Vec<_> = bs.iter().filter(|(i, _)| i == "go,good").collect();
+        if bad.is_empty() && good.is_empty() {
+            continue;
+        }
+        assert!(
+            !bad.is_empty() && !good.is_empty(),
+            "{}: needs both ```go,bad and ```go,good",
+            r.code
+        );
+        with_examples.push(r.code);
+        for (_, src) in bad {
+            let f = ctrlaudit::scan::scan_source("bad.go", src, &config);
+            assert!(
+                f.iter().any(|f| f.code == r.code),
+                "{}: Go bad example does not fire; got {:?}",
+                r.code,
+                f.iter().map(|f| (&f.code, &f.message)).collect::<Vec<_>>()
+            );
+        }
+        for (_, src) in good {
+            let f = ctrlaudit::scan::scan_source("good.go", src, &config);
+            assert!(
+                !f.iter().any(|f| f.code == r.code || f.code == "CA001"),
+                "{}: Go good example fires: {:?}",
+                r.code,
+                f.iter().map(|f| (&f.code, &f.message)).collect::<Vec<_>>()
+            );
+        }
+    }
+    assert_eq!(with_examples, GO_RULES);
 }
 
 const TABLE_START: &str = "<!-- rules-table:start (generated from crates/ctrlaudit-core/src/rules.rs; CTRLAUDIT_BLESS=1 cargo test --test rule_docs rewrites it) -->\n";
