@@ -235,6 +235,8 @@ def main():
                     "corpus/blind/BATCH.tsv: the first scan of a new batch, before any code changes for it")
     ap.add_argument("--lang", choices=["rust", "go", "all"], default="all",
                     help="score the Rust crates, the Go modules or both (each language gets its own tables)")
+    ap.add_argument("--fetch-only", action="store_true",
+                    help="fetch and check the Go modules (under DIR/go) and stop: for benches/scan_go_floor.sh")
     a = ap.parse_args()
     os.makedirs(a.dir, exist_ok=True)
 
@@ -247,6 +249,11 @@ def main():
         modules = []
     labels = read_labels()
     blind = read_blind()
+
+    if a.fetch_only:
+        for module, version, h1, _batch in modules:
+            fetch_go(module, version, h1, a.dir)
+        return 0
 
     found = {}  # key -> severity, every finding of the corpus
     messages = {}
