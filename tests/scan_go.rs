@@ -95,7 +95,11 @@ fn a_kubebuilder_module_is_analysed_across_its_packages_and_crd_yaml() {
     write(root, "go.mod", GO_MOD);
     write(root, "api/v1/widget_types.go", TYPES);
     write(root, "internal/controller/widget_controller.go", CONTROLLER);
-    write(root, "config/crd/bases/example.com_gadgets.yaml", GADGET_CRD);
+    write(
+        root,
+        "config/crd/bases/example.com_gadgets.yaml",
+        GADGET_CRD,
+    );
     // Not judged, and counted in a note: a test, a generated deep copy, vendored code.
     write(
         root,
@@ -115,7 +119,10 @@ fn a_kubebuilder_module_is_analysed_across_its_packages_and_crd_yaml() {
         "{doc:#}"
     );
     let notes = notes(&doc);
-    assert!(notes.contains("3 Go files") && notes.contains("_test.go"), "{notes}");
+    assert!(
+        notes.contains("3 Go files") && notes.contains("_test.go"),
+        "{notes}"
+    );
 }
 
 #[test]
@@ -164,14 +171,21 @@ fn an_allow_comment_in_go_suppresses_with_its_reason_and_a_bare_one_is_ca002() {
         )
         .replace("\t_ = 0\n", "\t// ctrlaudit: allow(CA203)\n");
     write(root, "internal/controller/widget_controller.go", &text);
-    write(root, "config/crd/bases/example.com_gadgets.yaml", GADGET_CRD);
+    write(
+        root,
+        "config/crd/bases/example.com_gadgets.yaml",
+        GADGET_CRD,
+    );
     let (_, doc, err) = scan(root, &[]);
     let got = findings(&doc);
     assert!(
         !got.iter().any(|f| f.1 == 20 && f.2 == "CA101"),
         "{got:?} {err}"
     );
-    assert!(got.contains(&("widget_controller.go".into(), 28, "CA101".into())), "{got:?}");
+    assert!(
+        got.contains(&("widget_controller.go".into(), 28, "CA101".into())),
+        "{got:?}"
+    );
     assert!(got.iter().any(|f| f.2 == "CA002" && f.1 == 27), "{got:?}");
 }
 
@@ -179,7 +193,11 @@ fn an_allow_comment_in_go_suppresses_with_its_reason_and_a_bare_one_is_ca002() {
 fn a_module_without_a_controller_library_is_a_note_and_nothing_analysed_is_exit_2() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    write(root, "go.mod", "module example.com/cli\n\ngo 1.22\n\nrequire github.com/spf13/cobra v1.8.0\n");
+    write(
+        root,
+        "go.mod",
+        "module example.com/cli\n\ngo 1.22\n\nrequire github.com/spf13/cobra v1.8.0\n",
+    );
     write(root, "main.go", "package main\n\nfunc main() {}\n");
     let o = Command::new(env!("CARGO_BIN_EXE_kubectl-ctrlaudit"))
         .arg("scan")
@@ -201,7 +219,11 @@ fn a_repository_with_both_languages_is_judged_in_each() {
     let root = dir.path();
     write(root, "operator-go/go.mod", GO_MOD);
     write(root, "operator-go/api/v1/widget_types.go", TYPES);
-    write(root, "operator-go/internal/controller/widget_controller.go", CONTROLLER);
+    write(
+        root,
+        "operator-go/internal/controller/widget_controller.go",
+        CONTROLLER,
+    );
     let rust = std::fs::read_to_string(
         "fixtures/scan/CA202-volatile-value-written-every-reconcile/bad_annotation_timestamp.rs",
     )
@@ -210,6 +232,13 @@ fn a_repository_with_both_languages_is_judged_in_each() {
     let (code, doc, err) = scan(root, &[]);
     assert_eq!(code, 1, "{err}");
     let got = findings(&doc);
-    assert!(got.iter().any(|f| f.0 == "widget_controller.go" && f.2 == "CA101"), "{got:?}");
-    assert!(got.iter().any(|f| f.0 == "controller.rs" && f.2 == "CA202"), "{got:?}");
+    assert!(
+        got.iter()
+            .any(|f| f.0 == "widget_controller.go" && f.2 == "CA101"),
+        "{got:?}"
+    );
+    assert!(
+        got.iter().any(|f| f.0 == "controller.rs" && f.2 == "CA202"),
+        "{got:?}"
+    );
 }

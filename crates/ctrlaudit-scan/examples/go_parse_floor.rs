@@ -48,7 +48,11 @@ fn main() {
                 return;
             };
             lines.fetch_add(text.lines().count(), Ordering::Relaxed);
-            if !*loaded || parser.parse(&text, None).is_none_or(|t| t.root_node().has_error()) {
+            if !*loaded
+                || parser
+                    .parse(&text, None)
+                    .is_none_or(|t| t.root_node().has_error())
+            {
                 failed.fetch_add(1, Ordering::Relaxed);
             }
         },

@@ -90,6 +90,11 @@ pub(super) fn function(
     }
     if let Some(body) = decl.child_by_field_name("body") {
         w.block(body, &Place::default());
+        // `controller.New(..)` then `c.Watch(source.Kind(cache, &T{}, &handler.EnqueueRequestForObject{}, ..))`:
+        // the watch that enqueues the object itself says which kind the controller reconciles.
+        for c in w.controllers.iter_mut().filter(|c| c.kind.is_none()) {
+            controllers::watched_kind(src, body, c);
+        }
     }
     model.controllers.append(&mut w.controllers);
     w.f
@@ -111,9 +116,25 @@ impl<'s, 't> Walk<'s, 't> {
     fn block(&mut self, block: Node<'_>, place: &Place) {
         let stmts = statements(block);
         let mut wrote = false;
+        let mut place = std::borrow::Cow::Borrowed(place);
         for (i, s) in stmts.iter().enumerate() {
             let before = self.f.api_calls.len();
-            self.statement(*s, place, wrote);
+            self.statement(*s, &place, wrote);
+            // `if cached == ready { return nil }`: what follows runs only when something differs, as if it were
+            // the branch of the opposite test.
+            if let Some(cond) = skips_when_unchanged(self.src, *s) {
+                place = std::borrow::Cow::Owned(Place {
+                    branch: true,
+                    guard: Some(Guard {
+                        kind: GuardKind::Drift,
+                        text: format!("not ({cond})")
+                            .chars()
+                            .take(Guard::MAX_TEXT)
+                            .collect(),
+                    }),
+                    ..place.into_owned()
+                });
+            }
             // `err := r.Update(..)` then `if err != nil { return …, err }`: the write's error is propagated.
             if let Some(next) = stmts.get(i + 1)
                 && matches!(s.kind(), "short_var_declaration" | "assignment_statement")
@@ -198,6 +219,12 @@ impl<'s, 't> Walk<'s, 't> {
         }
         let cond_text = cond.map(|c| self.src.compact(c, 200)).unwrap_or_default();
         let is_err = cond_text.contains("err != nil") || cond_text.contains("Err != nil");
+        // `if apierrors.IsNotFound(err) { r.Create(ctx, ..) … }`: a known error that this branch acts on (a
+        // dependency to create, a job to submit), not a failure being retried. A branch on an error kind that only
+        // returns (`if IsConflict(err) { return ctrl.Result{RequeueAfter: time.Second}, nil }`) still retries it.
+        let handled = is_error_kind_test(&cond_text)
+            && s.child_by_field_name("consequence")
+                .is_some_and(|b| acts(self.src, b));
         let (del_then, del_else) = deletion_branches(&cond_text);
         if let Some(cons) = s.child_by_field_name("consequence") {
             if is_err && returns_err(self.src, cons) {
@@ -207,14 +234,22 @@ impl<'s, 't> Walk<'s, 't> {
             }
             let inner = Place {
                 branch: true,
-                on_error: place.on_error || is_err,
+                on_error: (place.on_error || is_err) && !handled,
                 deletion: place.deletion || del_then,
                 guard: (!is_err && !cond_text.is_empty())
                     .then(|| guard(&cond_text))
                     .or_else(|| place.guard.clone()),
                 ..place.clone()
             };
+            // What a branch that ends in `return` did to the object does not reach the code after the `if`.
+            let status_before = self.status_set.clone();
             self.block(cons, &inner);
+            if statements(cons)
+                .last()
+                .is_some_and(|l| l.kind() == "return_statement")
+            {
+                self.status_set = status_before;
+            }
         }
         if let Some(alt) = s.child_by_field_name("alternative") {
             let inner = Place {
@@ -264,6 +299,8 @@ impl<'s, 't> Walk<'s, 't> {
             .unwrap_or_default();
         if let Some(c) = controllers::chain(self.src, self.imports, n, &self.builders) {
             let m = controllers::model(self, c, n);
+            self.controllers.push(m);
+        } else if let Some(m) = controllers::from_new(self, n, &args) {
             self.controllers.push(m);
         }
         let retry = qualified(self.src, func).is_some_and(|(pkg, f)| {
@@ -322,8 +359,12 @@ impl<'s, 't> Walk<'s, 't> {
                 },
             });
         }
-        // `meta.SetStatusCondition(&w.Status.Conditions, …)` changes the object's status.
+        // `meta.SetStatusCondition(&w.Status.Conditions, …)` changes the object's status: its address is handed
+        // over. A value (`IsJobTerminal(w.Status.JobStatus)`, `DeepCopyConditions(w.Status.Conditions)`) is only
+        // read.
         if let Some(first) = args.first()
+            && first.kind() == "unary_expression"
+            && self.src.text(*first).starts_with('&')
             && self.src.text(*first).contains(".Status")
             && let Some(var) = root_ident(self.src, *first)
         {
@@ -391,6 +432,10 @@ impl<'s, 't> Walk<'s, 't> {
     pub(super) fn src(&self) -> &Src<'t> {
         self.src
     }
+
+    pub(super) fn imports(&self) -> &Imports {
+        self.imports
+    }
 }
 
 /// What a branch's condition asks, for a finding's `when`.
@@ -437,6 +482,64 @@ fn returns_err(src: &Src<'_>, block: Node<'_>) -> bool {
                 .text(n)
                 .split(|c: char| !c.is_alphanumeric() && c != '_')
                 .any(|w| w == "err")
+    })
+}
+
+/// The block does something before it goes on: it calls an operation (a call whose first argument is a
+/// context, as every controller-runtime client method and most Go APIs take one), beyond logging.
+fn acts(src: &Src<'_>, block: Node<'_>) -> bool {
+    syntax::any_node(block, &mut |n| {
+        n.kind() == "call_expression"
+            && n.child_by_field_name("arguments")
+                .and_then(|a| named_children(a).next())
+                .is_some_and(|first| {
+                    let t = src.text(first);
+                    t == "ctx" || t.ends_with("Ctx") || t.starts_with("context.")
+                })
+            && !n.child_by_field_name("function").is_some_and(|f| {
+                src.text(f).ends_with("FromContext") || src.text(f).ends_with("LoggerFrom")
+            })
+    })
+}
+
+/// An `if` that returns early when the state it compares is already what it wants (`if a == b { return nil }`,
+/// `if reflect.DeepEqual(old, new) { return … }`): its condition. Error and nil checks are not such tests.
+fn skips_when_unchanged(src: &Src<'_>, s: Node<'_>) -> Option<String> {
+    if s.kind() != "if_statement" || s.child_by_field_name("alternative").is_some() {
+        return None;
+    }
+    let cons = s.child_by_field_name("consequence")?;
+    let last = statements(cons).last().copied()?;
+    if last.kind() != "return_statement" || returns_err(src, cons) {
+        return None;
+    }
+    let cond = src.compact(s.child_by_field_name("condition")?, 200);
+    let compares = cond.split("&&").flat_map(|p| p.split("||")).any(|part| {
+        let part = part.trim();
+        if part.starts_with('!') {
+            return false;
+        }
+        if part.contains("DeepEqual(") {
+            return true;
+        }
+        part.split_once("==").is_some_and(|(l, r)| {
+            let (l, r) = (l.trim(), r.trim());
+            !l.ends_with('!')
+                && !["nil", "\"\"", "0", "true", "false"].contains(&r)
+                && !l.is_empty()
+        })
+    });
+    compares.then_some(cond)
+}
+
+/// A condition that asks which error it is: `errors.IsNotFound(err)`, `apierrors.IsConflict(err)`.
+fn is_error_kind_test(cond: &str) -> bool {
+    cond.match_indices(".Is").any(|(i, _)| {
+        let rest = &cond[i + 3..];
+        rest.starts_with(|c: char| c.is_ascii_uppercase())
+            && rest
+                .find('(')
+                .is_some_and(|p| rest[p + 1..].trim_start().starts_with("err"))
     })
 }
 

@@ -22,9 +22,15 @@ impl Walk<'_, '_> {
         let recv = func.child_by_field_name("operand")?;
         let method = self.src.text(func.child_by_field_name("field")?);
         let status = match recv.kind() {
-            "identifier" | "selector_expression" => false,
+            "identifier" | "selector_expression" if self.is_client(recv) => false,
             "call_expression" => {
                 let f = recv.child_by_field_name("function")?;
+                if !f
+                    .child_by_field_name("operand")
+                    .is_some_and(|o| self.is_client(o))
+                {
+                    return None;
+                }
                 let name = f
                     .child_by_field_name("field")
                     .map(|x| self.src.text(x))
@@ -102,6 +108,32 @@ impl Walk<'_, '_> {
         })
     }
 
+    /// Is `recv` a controller-runtime client (or reader)? The receiver of a reconciler method, which embeds one
+    /// (`r.Get`); a local or parameter typed as one (`c client.Client`); a field or variable named for one
+    /// (`r.Client`, `r.kubeClient`, `r.APIReader`). Anything else with a `Patch(ctx, obj, …)` method — flux's
+    /// `SerialPatcher`, cluster-api's patch helper, a cloud actuator — is not the API server's client: what it
+    /// sends is its own business.
+    pub(super) fn is_client(&self, recv: Node<'_>) -> bool {
+        let name = match recv.kind() {
+            "identifier" => {
+                let name = self.src.text(recv);
+                if self.recv.as_deref() == Some(name) {
+                    return true;
+                }
+                if let Some(t) = self.locals.get(name) {
+                    return CLIENT_TYPES.contains(&t.as_str());
+                }
+                name
+            }
+            "selector_expression" => recv
+                .child_by_field_name("field")
+                .map_or("", |f| self.src.text(f)),
+            _ => return false,
+        };
+        let lower = name.to_ascii_lowercase();
+        lower.contains("client") || lower.contains("reader") || lower.contains("writer")
+    }
+
     /// The kind of an object expression: `&appv1.Widget{}`, a local of that type, `new(appv1.Widget)`.
     pub(super) fn kind_of(&self, obj: Node<'_>) -> Option<String> {
         let obj = strip_ref(obj);
@@ -132,6 +164,18 @@ impl Walk<'_, '_> {
 }
 
 /// The object a client call reads into or writes: `Get(ctx, key, obj)`, `List(ctx, list)`, `Update(ctx, obj)`.
+/// controller-runtime's client interfaces, by type name.
+const CLIENT_TYPES: &[&str] = &[
+    "Client",
+    "Reader",
+    "Writer",
+    "StatusClient",
+    "StatusWriter",
+    "SubResourceWriter",
+    "SubResourceClient",
+    "WithWatch",
+];
+
 pub(super) fn object_arg<'a>(m: &ApiMethod, args: &[Node<'a>]) -> Option<Node<'a>> {
     match m {
         ApiMethod::Get => args.get(2).copied(),

@@ -233,21 +233,7 @@ pub(super) fn model(w: &body::Walk<'_, '_>, c: Chain<'_>, complete: Node<'_>) ->
         .rev()
         .find_map(|s| s.workers.clone())
         .unwrap_or(ConcurrencyConfig::Limit(DEFAULT_WORKERS));
-    let reconciler_ty = c.reconciler.and_then(|r| {
-        let r = strip_ref(r);
-        match r.kind() {
-            "identifier" => {
-                let name = src.text(r);
-                w.receiver_type(name)
-                    .or_else(|| w.local_type(name))
-                    .map(str::to_string)
-            }
-            "composite_literal" => r
-                .child_by_field_name("type")
-                .map(|t| syntax::base_type(src, t)),
-            _ => None,
-        }
-    });
+    let reconciler_ty = c.reconciler.and_then(|r| reconciler_type(w, r));
     let reconcile = match reconciler_ty {
         Some(t) => format!("{t}::Reconcile"),
         None => "Reconcile".to_string(),
@@ -270,4 +256,153 @@ pub(super) fn model(w: &body::Walk<'_, '_>, c: Chain<'_>, complete: Node<'_>) ->
         }),
         stored_in: None,
     }
+}
+
+/// `controller.New(name, mgr, controller.Options{Reconciler: r, MaxConcurrentReconciles: n})`: a Controller
+/// without the builder, whose watches are added with `c.Watch(..)` (see [`watched_kind`]).
+pub(super) fn from_new(
+    w: &body::Walk<'_, '_>,
+    call: Node<'_>,
+    args: &[Node<'_>],
+) -> Option<ControllerModel> {
+    let src = w.src();
+    let f = call.child_by_field_name("function")?;
+    let (pkg, name) = qualified(src, f)?;
+    if !matches!(name, "New" | "NewTyped" | "NewUnmanaged")
+        || w.imports().path_of(pkg) != Some("sigs.k8s.io/controller-runtime/pkg/controller")
+    {
+        return None;
+    }
+    let opts = args.get(2).map(|o| strip_ref(*o));
+    let field = |key: &str| {
+        let body = opts
+            .filter(|o| o.kind() == "composite_literal")?
+            .child_by_field_name("body")?;
+        named_children(body)
+            .filter(|e| e.kind() == "keyed_element")
+            .find_map(|e| {
+                let mut parts = named_children(e).map(super::client::unwrap_literal_element);
+                let k = parts.next()?;
+                let v = parts.next()?;
+                (src.text(k) == key).then_some(v)
+            })
+    };
+    let config = match opts {
+        Some(o) if o.kind() == "composite_literal" => workers_of(src, w.imports(), o),
+        // Options built elsewhere: their workers are not known here.
+        Some(_) => ConcurrencyConfig::Unknown,
+        None => ConcurrencyConfig::Limit(DEFAULT_WORKERS),
+    };
+    let reconcile = match field("Reconciler").and_then(|r| reconciler_type(w, r)) {
+        Some(t) => format!("{t}::Reconcile"),
+        None => "Reconcile".to_string(),
+    };
+    Some(ControllerModel {
+        span: src.span(call),
+        in_fn: w.fn_name().to_string(),
+        kind: None,
+        stream: Vec::new(),
+        config,
+        run: Some(RunCall {
+            span: src.span(call),
+            reconcile: Some(reconcile),
+            error_policy: None,
+            inline_policy: Vec::new(),
+        }),
+        stored_in: None,
+    })
+}
+
+/// The kind and predicates of the watch that enqueues the reconciled object itself
+/// (`handler.EnqueueRequestForObject`), among the calls of `body`.
+pub(super) fn watched_kind(src: &Src<'_>, body: Node<'_>, c: &mut ControllerModel) {
+    let mut found: Option<(String, Vec<String>)> = None;
+    syntax::any_node(body, &mut |n| {
+        if n.kind() != "call_expression" || !src.text(n).contains("EnqueueRequestForObject") {
+            return false;
+        }
+        let Some(args) = n.child_by_field_name("arguments") else {
+            return false;
+        };
+        let args: Vec<Node> = named_children(args).collect();
+        // `source.Kind(cache, &T{}, handler, preds...)` or `c.Watch(&source.Kind{Type: &T{}}, handler, preds...)`.
+        let Some(at) = args
+            .iter()
+            .position(|a| src.text(*a).contains("EnqueueRequestForObject"))
+        else {
+            return false;
+        };
+        let kind = args[..at].iter().rev().find_map(|a| {
+            let a = strip_ref(*a);
+            if a.kind() != "composite_literal" {
+                return None;
+            }
+            let t = a
+                .child_by_field_name("type")
+                .map(|t| syntax::base_type(src, t))?;
+            // `&source.Kind{Type: &T{}}`: the type inside.
+            if t == "Kind" {
+                let mut inner = None;
+                syntax::any_node(a, &mut |x| {
+                    if x != a && x.kind() == "composite_literal" {
+                        inner = x
+                            .child_by_field_name("type")
+                            .map(|t| syntax::base_type(src, t));
+                        return inner.is_some();
+                    }
+                    false
+                });
+                return inner;
+            }
+            Some(t)
+        });
+        let Some(kind) = kind else { return false };
+        let preds = args[at + 1..]
+            .iter()
+            .flat_map(|p| {
+                let mut names = Vec::new();
+                syntax::any_node(*p, &mut |x| {
+                    if matches!(
+                        x.kind(),
+                        "identifier" | "type_identifier" | "field_identifier"
+                    ) {
+                        names.push(src.text(x).to_string());
+                    }
+                    false
+                });
+                names
+            })
+            .collect();
+        found = Some((kind, preds));
+        true
+    });
+    if let Some((kind, preds)) = found {
+        c.kind = Some(kind);
+        if !preds.is_empty() {
+            c.stream.push(StreamStep {
+                method: "WithPredicates".into(),
+                arg_names: preds,
+            });
+        }
+    }
+}
+
+/// The type of the reconciler handed to a Controller: the method's receiver, a local of known type, or a
+/// `&FooReconciler{..}` literal. controller-runtime's own interface (`r reconcile.Reconciler`) names none.
+fn reconciler_type(w: &body::Walk<'_, '_>, r: Node<'_>) -> Option<String> {
+    let src = w.src();
+    let r = strip_ref(r);
+    let t = match r.kind() {
+        "identifier" => {
+            let name = src.text(r);
+            w.receiver_type(name)
+                .or_else(|| w.local_type(name))
+                .map(str::to_string)
+        }
+        "composite_literal" => r
+            .child_by_field_name("type")
+            .map(|t| syntax::base_type(src, t)),
+        _ => None,
+    };
+    t.filter(|t| !matches!(t.as_str(), "Reconciler" | "TypedReconciler"))
 }
