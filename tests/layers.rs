@@ -311,7 +311,14 @@ fn sema_names_no_front_end_type() {
     assert!(!files.is_empty(), "the checker reads sema");
     for f in files {
         let text = std::fs::read_to_string(&f).unwrap();
-        for banned in ["syn::", "proc_macro2", "quote::", "use syn", "ToTokens"] {
+        for banned in [
+            "syn::",
+            "proc_macro2",
+            "quote::",
+            "use syn",
+            "ToTokens",
+            "tree_sitter",
+        ] {
             assert!(
                 !text.contains(banned),
                 "{} names `{banned}`: sema's facts are free of any front end's types",

@@ -101,10 +101,10 @@ impl schemars::JsonSchema for Typed {
         schemars::json_schema!({
             "description": "What the run looked at and what it cost. Keys are the labels of the text formats in \
                 snake_case; a quantity's key ends with its unit (`_seconds`, `_mib`; a label that only names the \
-                quantity, such as `time`, is the unit alone: `seconds`). scan: rust_files, lines, parsed, crates, \
-                dependencies_read, seconds. live: scope (text), window_seconds, types_watched, objects, writes_seen, \
-                metrics_sources, and when they apply audit_requests, listed_in_seconds, api_requests_by_this_tool, \
-                peak_memory_mib.",
+                quantity, such as `time`, is the unit alone: `seconds`). scan: rust_files, go_files (when Go was seen), lines, \
+                parsed, crates, dependencies_read, seconds. live: scope (text), window_seconds, types_watched, objects, \
+                writes_seen, metrics_sources, and when they apply audit_requests, listed_in_seconds, \
+                api_requests_by_this_tool, peak_memory_mib.",
             "type": "object",
             "additionalProperties": { "type": ["number", "string"] }
         })
