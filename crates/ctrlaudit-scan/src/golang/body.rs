@@ -7,8 +7,8 @@ use super::requeues::snake;
 use super::syntax::{self, Src, named_children, qualified, root_ident};
 use super::{Imports, controllers, fn_header, statements};
 use crate::sema::{
-    ApiCall, Call, CallCtx, CallPath, Callee, ErrorSign, FileModel, FnModel, Guard, GuardKind,
-    VolatileWrite,
+    ApiCall, Call, CallCtx, CallPath, Callee, ErrorSign, FileModel, FnModel, Guard, GuardKind, Pos,
+    ResolvedCall, VolatileWrite,
 };
 use std::collections::{HashMap, HashSet};
 use tree_sitter::Node;
@@ -32,6 +32,8 @@ pub(super) struct Place {
     pub(super) in_loop: bool,
     /// Inside the function handed to `retry.RetryOnConflict`/`retry.OnError`, or a loop.
     pub(super) in_retry: bool,
+    /// Inside a `go` statement: runs on its own goroutine, not on the reconcile's worker.
+    pub(super) detached: bool,
 }
 
 /// A volatile value assigned into an object, waiting for the write of that object that carries it.
@@ -186,6 +188,14 @@ impl<'s, 't> Walk<'s, 't> {
                         _ => self.expr(c, place),
                     }
                 }
+            }
+            "go_statement" => {
+                let inner = Place {
+                    branch: true,
+                    detached: true,
+                    ..place.clone()
+                };
+                self.expr(s, &inner);
             }
             "labeled_statement" => {
                 for c in named_children(s).filter(|c| is_statement(*c)) {
@@ -369,6 +379,23 @@ impl<'s, 't> Walk<'s, 't> {
             && let Some(var) = root_ident(self.src, *first)
         {
             self.status_set.insert(var.to_string());
+        }
+        // Every call of another package by its import path (`time::Sleep`): what rules that know a library's
+        // behaviour judge (CA305's waits).
+        if let Some((pkg, name)) = qualified(self.src, func)
+            && let Some(path) = self.imports.path_of(pkg)
+        {
+            let (a, b) = (n.start_position(), n.end_position());
+            self.f.resolved_calls.push(ResolvedCall {
+                callee: Callee::Path(format!("{path}::{name}")),
+                at: Pos {
+                    line: (a.row + 1) as u32,
+                    column: (a.column + 1) as u32,
+                    end_line: (b.row + 1) as u32,
+                    end_column: (b.column + 1) as u32,
+                },
+                off_runtime: place.detached,
+            });
         }
         self.expr(func, place);
         let inner = Place {

@@ -1,17 +1,32 @@
 //! CA305: a blocking call reachable from async reconcile. It stalls the tokio worker thread, and
-//! with it every other reconcile and watch scheduled there.
+//! with it every other reconcile and watch scheduled there. In Go, a sleep or a poll inside reconcile holds one of
+//! the controller's few workers.
 
 use super::{Ctx, finding};
 use crate::finding::{Finding, Span};
-use crate::sema::Callee;
+use crate::sema::{Callee, Lang};
 
 /// Functions that block the calling thread, by full path or path prefix: a sleep, file and process I/O of the
 /// standard library, reqwest's blocking client, and running a future to completion.
 const BLOCKING_PREFIXES: &[&str] = &["std::fs::", "std::process::Command", "reqwest::blocking::"];
 const BLOCKING_PATHS: &[&str] = &["std::thread::sleep"];
 
-/// What blocks in a call, when it does.
-fn blocks(callee: &Callee) -> Option<String> {
+/// Go calls that wait (by import path and name, or its prefix): a sleep, and apimachinery's polls, which sleep
+/// between their tries. They hold one of the controller's workers, which controller-runtime keeps few (one by
+/// default): every other object waits.
+const GO_WAITS: &[&str] = &["time::Sleep"];
+const GO_WAIT_PREFIXES: &[&str] = &["k8s.io/apimachinery/pkg/util/wait::Poll"];
+
+/// What blocks in a call, when it does: as the code spells it (`time.Sleep`).
+fn blocks(callee: &Callee, lang: Lang) -> Option<String> {
+    if lang == Lang::Go {
+        let Callee::Path(p) = callee else { return None };
+        let waits =
+            GO_WAITS.contains(&p.as_str()) || GO_WAIT_PREFIXES.iter().any(|x| p.starts_with(x));
+        let (path, name) = p.rsplit_once("::")?;
+        let package = path.rsplit('/').next().unwrap_or(path);
+        return waits.then(|| format!("{package}.{name}"));
+    }
     match callee {
         Callee::Path(p)
             if BLOCKING_PATHS.contains(&p.as_str())
@@ -34,7 +49,12 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
             .resolved_calls
             .iter()
             .filter(|c| !c.off_runtime)
-            .filter_map(|c| Some((c.at.in_file(&func.span.file), blocks(&c.callee)?)));
+            .filter_map(|c| {
+                Some((
+                    c.at.in_file(&func.span.file),
+                    blocks(&c.callee, cx.lang(id.0))?,
+                ))
+            });
         let guards = func
             .guards_across_await
             .iter()
@@ -44,17 +64,25 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
         for (span, what) in sites {
             // A blocked worker thread stalls every task on it whichever path blocks it: cost per occurrence.
             let when = cx.when_fn(id);
-            let mut f = finding(
-                &crate::registry::CA305,
-                span,
-                when.clone(),
-                format!(
-                    "`{what}` blocks the async runtime {}{}",
-                    when.phrase(),
-                    cx.via(id)
+            let (message, help) = match cx.lang(id.0) {
+                Lang::Rust => (
+                    format!(
+                        "`{what}` blocks the async runtime {}{}",
+                        when.phrase(),
+                        cx.via(id)
+                    ),
+                    "use the async form (`tokio::time::sleep(..).await`, `tokio::fs`, `tokio::process`, an async client, `tokio::sync::Mutex`) or wrap it in `tokio::task::spawn_blocking`",
                 ),
-                "use the async form (`tokio::time::sleep(..).await`, `tokio::fs`, `tokio::process`, an async client, `tokio::sync::Mutex`) or wrap it in `tokio::task::spawn_blocking`",
-            );
+                Lang::Go => (
+                    format!(
+                        "`{what}` waits inside reconcile {}{}: it holds one of the controller's workers (one by default) while every other object waits",
+                        when.phrase(),
+                        cx.via(id)
+                    ),
+                    "return `ctrl.Result{RequeueAfter: d}` and let the workqueue come back, and watch what you wait for (`Owns`/`Watches`)",
+                ),
+            };
+            let mut f = finding(&crate::registry::CA305, span, when.clone(), message, help);
             f.evidence = cx.call_path(id);
             out.push(f);
         }
