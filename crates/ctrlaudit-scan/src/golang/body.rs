@@ -53,6 +53,8 @@ pub(super) struct Walk<'s, 't> {
     pub(super) locals: HashMap<String, String>,
     /// Locals holding a volatile value (`now := metav1.Now()`): where it was produced and by what.
     pub(super) volatile_locals: HashMap<String, (crate::finding::Span, String)>,
+    /// Locals holding text built from an object's identity or an error (`name := obj.GetName()`).
+    pub(super) text_locals: HashMap<String, crate::sema::TextExpr>,
     /// Objects whose `.Status` this function changed before the current point.
     pub(super) status_set: HashSet<String>,
     pub(super) pending: Vec<Pending>,
@@ -60,6 +62,8 @@ pub(super) struct Walk<'s, 't> {
     /// Builder chains bound to locals, for Controllers built over several statements.
     pub(super) builders: HashMap<String, Vec<controllers::Step>>,
     pub(super) controllers: Vec<crate::sema::ControllerModel>,
+    /// Values handed to metric labels (see `labels`).
+    pub(super) model_labels: Vec<crate::sema::LabelValue>,
 }
 
 /// The model of one function or method declaration; Controllers it builds go to `model`.
@@ -81,11 +85,13 @@ pub(super) fn function(
         recv,
         locals: HashMap::new(),
         volatile_locals: HashMap::new(),
+        text_locals: HashMap::new(),
         status_set: HashSet::new(),
         pending: Vec::new(),
         f,
         builders: HashMap::new(),
         controllers: Vec::new(),
+        model_labels: Vec::new(),
     };
     if let Some(list) = decl.child_by_field_name("parameters") {
         w.declare_params(list);
@@ -99,6 +105,7 @@ pub(super) fn function(
         }
     }
     model.controllers.append(&mut w.controllers);
+    model.metric_label_values.append(&mut w.model_labels);
     w.f
 }
 
@@ -380,6 +387,7 @@ impl<'s, 't> Walk<'s, 't> {
         {
             self.status_set.insert(var.to_string());
         }
+        self.metric_labels(func, &args);
         // Every call of another package by its import path (`time::Sleep`): what rules that know a library's
         // behaviour judge (CA305's waits).
         if let Some((pkg, name)) = qualified(self.src, func)

@@ -91,6 +91,10 @@ impl Walk<'_, '_> {
             if let Some(found) = self.volatile_in(*v) {
                 self.volatile_locals.insert(name.clone(), found);
             }
+            let text = self.text_of(*v);
+            if !text.sources.is_empty() {
+                self.text_locals.insert(name.clone(), text);
+            }
             if let Some(steps) = self.chain_of(*v) {
                 self.builders.insert(name, steps);
             }

@@ -8,6 +8,7 @@ mod body;
 mod client;
 mod controllers;
 mod flow;
+mod labels;
 pub mod module;
 mod requeues;
 mod syntax;
