@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# What the scan benchmarks share (sourced by benches/scan_speed.sh and benches/scan_floor.sh): the vendored
-# corpus, ast-grep from PyPI, its three patterns, and the median-of-runs measurement.
+# What the scan benchmarks share (sourced by benches/scan_speed.sh, scan_floor.sh and scan_go_floor.sh): the
+# vendored corpus, ast-grep from PyPI, its three patterns, the median-of-runs measurement and one timed run.
 
 # The vendored corpus in $1/vendor: every dependency of this project ($2) and of published kube-rs controllers.
 vendored_tree() {
@@ -72,4 +72,14 @@ measure() {
 		[ "$kb" -gt "$rss" ] && rss=$kb
 	done
 	printf '%s\n' "${t[@]}" | sort -n | awk -v r="$rss" '{a[NR]=$1} END {print a[int((NR+1)/2)], r}'
+}
+
+# timed CMD...: (uses $work, the caller's corpus directory) "milliseconds peak_rss_kb" of one run of CMD (its output thrown away).
+timed() {
+	local t0 t1 kb
+	t0=$(date +%s%N)
+	/usr/bin/time -f '%M' -o "$work/time.txt" "$@" >/dev/null 2>"$work/stderr.txt" || true
+	t1=$(date +%s%N)
+	read -r kb <"$work/time.txt"
+	echo "$(((t1 - t0) / 1000000)) $kb"
 }

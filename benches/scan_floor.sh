@@ -44,15 +44,6 @@ if [ ! -f "$work/kube-heavy.done" ]; then
 fi
 export CARGO_HOME="$work/cargo-home"
 
-# timed CMD...: "milliseconds peak_rss_kb" of one run of CMD (its output thrown away).
-timed() {
-	local t0 t1 kb
-	t0=$(date +%s%N)
-	/usr/bin/time -f '%M' -o "$work/time.txt" "$@" >/dev/null 2>"$work/stderr.txt" || true
-	t1=$(date +%s%N)
-	read -r kb <"$work/time.txt"
-	echo "$(((t1 - t0) / 1000000)) $kb"
-}
 # The dependencies scan reads on the kube-heavy corpus: the kube-using crates its Cargo.lock files name, which
 # corpus/accuracy.py fetched into the corpus's CARGO_HOME (scan's "dependencies read").
 deps=("$CARGO_HOME"/registry/src/corpus/*/src)

@@ -14,6 +14,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 work=${CTRLAUDIT_CORPUS_DIR:-${TMPDIR:-/tmp}/ctrlaudit-corpus}
 runs=${1:-11}
 mkdir -p "$work"
+# shellcheck source=benches/corpus.sh
+. "$root/benches/corpus.sh"
 cargo build --release --quiet --manifest-path "$root/Cargo.toml" --bin kubectl-ctrlaudit
 cargo build --release --quiet --manifest-path "$root/Cargo.toml" -p ctrlaudit-scan --example go_parse_floor
 target="${CARGO_TARGET_DIR:-$root/target}/release"
@@ -22,15 +24,6 @@ floor="$target/examples/go_parse_floor"
 python3 "$root/corpus/accuracy.py" --dir "$work" --lang go --fetch-only
 dir=$work/go
 
-# timed CMD...: "milliseconds peak_rss_kb" of one run of CMD (its output thrown away).
-timed() {
-	local t0 t1 kb
-	t0=$(date +%s%N)
-	/usr/bin/time -f '%M' -o "$work/time.txt" "$@" >/dev/null 2>"$work/stderr.txt" || true
-	t1=$(date +%s%N)
-	read -r kb <"$work/time.txt"
-	echo "$(((t1 - t0) / 1000000)) $kb"
-}
 
 files=$(find "$dir" -name '*.go' | wc -l)
 rounds=$work/rounds-go.txt

@@ -148,6 +148,18 @@ def scan(binary, crate_dir, cargo_home):
     return json.loads(out.stdout)
 
 
+def collect(doc, unit, root, found, messages):
+    """Adds the source findings of one scan report of `unit` (unpacked at `root`) to `found` (key -> severity)
+    and `messages`, keyed like the labels: unit@version, path in it, line, code."""
+    for f in doc["findings"]:
+        s = f["subject"]
+        if s.get("type") != "source":
+            continue
+        key = (unit, os.path.relpath(s["file"], root), s["line"], f["code"])
+        found[key] = f["severity"]
+        messages[key] = f["message"]
+
+
 LABELS = ("true", "false", "debatable")
 
 
@@ -263,24 +275,10 @@ def main():
     for name, version, sha, _batch in crates:
         d = fetch(name, version, sha, a.dir)
         fetch_kube_dependencies(d, name, registry)
-        doc = scan(a.bin, d, cargo_home)
-        for f in doc["findings"]:
-            s = f["subject"]
-            if s.get("type") != "source":
-                continue
-            key = (f"{name}@{version}", os.path.relpath(s["file"], d), s["line"], f["code"])
-            found[key] = f["severity"]
-            messages[key] = f["message"]
+        collect(scan(a.bin, d, cargo_home), f"{name}@{version}", d, found, messages)
     for module, version, h1, _batch in modules:
         d = fetch_go(module, version, h1, a.dir)
-        doc = scan(a.bin, d, cargo_home)
-        for f in doc["findings"]:
-            s = f["subject"]
-            if s.get("type") != "source":
-                continue
-            key = (f"{module}@{version}", os.path.relpath(s["file"], d), s["line"], f["code"])
-            found[key] = f["severity"]
-            messages[key] = f["message"]
+        collect(scan(a.bin, d, cargo_home), f"{module}@{version}", d, found, messages)
 
     if a.record_blind:
         members = {f"{n}@{v}" for n, v, _, b in crates + modules if b == a.record_blind}

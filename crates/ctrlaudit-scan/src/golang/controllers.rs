@@ -126,19 +126,7 @@ fn step(src: &Src<'_>, imports: &Imports, method: &str, args: &[Node<'_>], n: No
         args.iter()
             .skip(1)
             .filter(|a| src.text(**a).contains("WithPredicates"))
-            .flat_map(|a| {
-                let mut names = Vec::new();
-                syntax::any_node(*a, &mut |x| {
-                    if matches!(
-                        x.kind(),
-                        "identifier" | "type_identifier" | "field_identifier"
-                    ) {
-                        names.push(src.text(x).to_string());
-                    }
-                    false
-                });
-                names
-            })
+            .flat_map(|a| names_in(src, *a))
             .collect()
     } else {
         Vec::new()
@@ -154,6 +142,21 @@ fn step(src: &Src<'_>, imports: &Imports, method: &str, args: &[Node<'_>], n: No
         workers,
         for_predicates,
     }
+}
+
+/// The names an expression uses (`predicate`, `GenerationChangedPredicate`): what a predicate is made of.
+fn names_in(src: &Src<'_>, n: Node<'_>) -> Vec<String> {
+    let mut names = Vec::new();
+    syntax::any_node(n, &mut |x| {
+        if matches!(
+            x.kind(),
+            "identifier" | "type_identifier" | "field_identifier"
+        ) {
+            names.push(src.text(x).to_string());
+        }
+        false
+    });
+    names
 }
 
 /// `controller.Options{MaxConcurrentReconciles: n}`: n when constant, unknown when computed; the default
@@ -359,19 +362,7 @@ pub(super) fn watched_kind(src: &Src<'_>, body: Node<'_>, c: &mut ControllerMode
         let Some(kind) = kind else { return false };
         let preds = args[at + 1..]
             .iter()
-            .flat_map(|p| {
-                let mut names = Vec::new();
-                syntax::any_node(*p, &mut |x| {
-                    if matches!(
-                        x.kind(),
-                        "identifier" | "type_identifier" | "field_identifier"
-                    ) {
-                        names.push(src.text(x).to_string());
-                    }
-                    false
-                });
-                names
-            })
+            .flat_map(|p| names_in(src, *p))
             .collect();
         found = Some((kind, preds));
         true
