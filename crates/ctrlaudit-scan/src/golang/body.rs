@@ -3,8 +3,7 @@
 //! that a later write of that object carries, calls of the module's own functions, and error signs.
 
 use super::client::object_arg;
-use super::requeues::snake;
-use super::syntax::{self, Src, named_children, qualified, root_ident};
+use super::syntax::{self, Src, named_children, qualified, root_ident, snake};
 use super::{Imports, controllers, fn_header, statements};
 use crate::sema::{
     ApiCall, Call, CallCtx, CallPath, Callee, ErrorSign, FileModel, FnModel, Guard, GuardKind, Pos,
@@ -44,6 +43,7 @@ pub(super) struct Pending {
     pub(super) key: Option<String>,
 }
 
+/// The walk of one function's body: what it has learned so far, and the model it fills.
 pub(super) struct Walk<'s, 't> {
     pub(super) src: &'s Src<'t>,
     pub(super) imports: &'s Imports,

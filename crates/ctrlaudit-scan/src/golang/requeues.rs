@@ -75,22 +75,6 @@ impl Walk<'_, '_> {
     }
 }
 
-/// `IsAlreadyExists` → `already_exists`.
-pub(super) fn snake(s: &str) -> String {
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if c.is_ascii_uppercase() {
-            if i > 0 {
-                out.push('_');
-            }
-            out.push(c.to_ascii_lowercase());
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
 /// A Go number or duration expression as a [`Value`]: `30 * time.Second`, `time.Duration(n) * time.Minute`,
 /// a constant's name.
 pub(super) fn lower_value(src: &Src<'_>, imports: &Imports, n: Node<'_>) -> Value {

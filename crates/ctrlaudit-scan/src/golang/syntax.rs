@@ -172,3 +172,19 @@ pub(crate) fn any_node(n: Node<'_>, pred: &mut dyn FnMut(Node<'_>) -> bool) -> b
         }
     }
 }
+
+/// `AlreadyExists` → `already_exists`: an apimachinery error predicate's reason in `sema::ErrorSign`'s words.
+pub(crate) fn snake(s: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if c.is_ascii_uppercase() {
+            if i > 0 {
+                out.push('_');
+            }
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
