@@ -67,7 +67,7 @@ fn the_wheel_installs_and_runs_as_a_pre_commit_hook() {
         format!(
             "repos:\n  - repo: local\n    hooks:\n      - id: ctrlaudit\n        name: kubectl-ctrlaudit scan\n        \
              entry: kubectl-ctrlaudit scan -o concise .\n        language: python\n        \
-             additional_dependencies: [\"{}\"]\n        types: [rust]\n        pass_filenames: false\n",
+             additional_dependencies: [\"{}\"]\n        types_or: [rust, go]\n        pass_filenames: false\n",
             wheel.display()
         ),
     )
