@@ -185,25 +185,7 @@ pub(super) fn object_arg<'a>(m: &ApiMethod, args: &[Node<'a>]) -> Option<Node<'a
 
 /// A composite literal object that sets `Status` (`&appv1.Widget{…, Status: …}`).
 pub(super) fn literal_sets_status(src: &Src<'_>, obj: Node<'_>) -> bool {
-    let obj = strip_ref(obj);
-    obj.kind() == "composite_literal"
-        && obj.child_by_field_name("body").is_some_and(|b| {
-            named_children(b).any(|e| {
-                e.kind() == "keyed_element"
-                    && named_children(e)
-                        .next()
-                        .is_some_and(|k| src.text(unwrap_literal_element(k)) == "Status")
-            })
-        })
-}
-
-/// The grammar wraps a keyed element's key and value in `literal_element`.
-pub(super) fn unwrap_literal_element(n: Node<'_>) -> Node<'_> {
-    if n.kind() == "literal_element" {
-        n.named_child(0).unwrap_or(n)
-    } else {
-        n
-    }
+    syntax::keyed_value(src, obj, "Status").is_some()
 }
 
 /// The first argument is a context: `ctx`, `reqCtx`, `context.TODO()`.

@@ -162,33 +162,17 @@ fn names_in(src: &Src<'_>, n: Node<'_>) -> Vec<String> {
 /// `controller.Options{MaxConcurrentReconciles: n}`: n when constant, unknown when computed; the default
 /// when the options do not set it.
 fn workers_of(src: &Src<'_>, imports: &Imports, opts: Node<'_>) -> ConcurrencyConfig {
-    let opts = strip_ref(opts);
-    if opts.kind() != "composite_literal" {
+    if strip_ref(opts).kind() != "composite_literal" {
         return ConcurrencyConfig::Unknown;
     }
-    let Some(body) = opts.child_by_field_name("body") else {
-        return ConcurrencyConfig::Unknown;
+    let Some(v) = syntax::keyed_value(src, opts, "MaxConcurrentReconciles") else {
+        return ConcurrencyConfig::Limit(DEFAULT_WORKERS);
     };
-    for e in named_children(body).filter(|e| e.kind() == "keyed_element") {
-        let mut parts = named_children(e).map(|p| {
-            if p.kind() == "literal_element" {
-                p.named_child(0).unwrap_or(p)
-            } else {
-                p
-            }
-        });
-        let (Some(k), Some(v)) = (parts.next(), parts.next()) else {
-            continue;
-        };
-        if src.text(k) == "MaxConcurrentReconciles" {
-            let value: Value = lower_value(src, imports, v);
-            return match value.number(&HashMap::new(), &crate::sema::unbound) {
-                Some(n) if n >= 0.0 => ConcurrencyConfig::Limit(n as u64),
-                _ => ConcurrencyConfig::Unknown,
-            };
-        }
+    let value: Value = lower_value(src, imports, v);
+    match value.number(&HashMap::new(), &crate::sema::unbound) {
+        Some(n) if n >= 0.0 => ConcurrencyConfig::Limit(n as u64),
+        _ => ConcurrencyConfig::Unknown,
     }
-    ConcurrencyConfig::Limit(DEFAULT_WORKERS)
 }
 
 /// The type of `&appv1.Widget{}` or `new(appv1.Widget)`.
@@ -277,26 +261,16 @@ pub(super) fn from_new(
         return None;
     }
     let opts = args.get(2).map(|o| strip_ref(*o));
-    let field = |key: &str| {
-        let body = opts
-            .filter(|o| o.kind() == "composite_literal")?
-            .child_by_field_name("body")?;
-        named_children(body)
-            .filter(|e| e.kind() == "keyed_element")
-            .find_map(|e| {
-                let mut parts = named_children(e).map(super::client::unwrap_literal_element);
-                let k = parts.next()?;
-                let v = parts.next()?;
-                (src.text(k) == key).then_some(v)
-            })
-    };
     let config = match opts {
         Some(o) if o.kind() == "composite_literal" => workers_of(src, w.imports(), o),
         // Options built elsewhere: their workers are not known here.
         Some(_) => ConcurrencyConfig::Unknown,
         None => ConcurrencyConfig::Limit(DEFAULT_WORKERS),
     };
-    let reconcile = match field("Reconciler").and_then(|r| reconciler_type(w, r)) {
+    let reconcile = match opts
+        .and_then(|o| syntax::keyed_value(src, o, "Reconciler"))
+        .and_then(|r| reconciler_type(w, r))
+    {
         Some(t) => format!("{t}::Reconcile"),
         None => "Reconcile".to_string(),
     };

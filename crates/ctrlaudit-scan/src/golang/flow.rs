@@ -8,16 +8,7 @@ use tree_sitter::Node;
 
 impl Walk<'_, '_> {
     pub(super) fn var_declaration(&mut self, s: Node<'_>) {
-        for spec in named_children(s).flat_map(|c| {
-            if c.kind() == "var_spec_list" {
-                named_children(c).collect()
-            } else {
-                vec![c]
-            }
-        }) {
-            if spec.kind() != "var_spec" {
-                continue;
-            }
+        for spec in syntax::specs(s) {
             let names = syntax::field_children(spec, "name");
             if let Some(t) = spec.child_by_field_name("type") {
                 let ty = syntax::base_type(self.src, t);

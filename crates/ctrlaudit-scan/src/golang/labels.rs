@@ -2,7 +2,7 @@
 //! obj.GetName()})`), with where their characters come from: an object's identity or an error's text (CA402).
 
 use super::body::Walk;
-use super::syntax::{self, named_children, strip_ref};
+use super::syntax::{self, strip_ref};
 use crate::sema::{LabelValue, TextExpr, TextSource};
 use tree_sitter::Node;
 
@@ -36,18 +36,10 @@ impl Walk<'_, '_> {
                 if !labels {
                     return;
                 }
-                lit.child_by_field_name("body")
-                    .map(|b| {
-                        named_children(b)
-                            .filter(|e| e.kind() == "keyed_element")
-                            .filter_map(|e| {
-                                named_children(e)
-                                    .nth(1)
-                                    .map(super::client::unwrap_literal_element)
-                            })
-                            .collect()
-                    })
-                    .unwrap_or_default()
+                syntax::keyed_elements(lit)
+                    .into_iter()
+                    .map(|(_, v)| v)
+                    .collect()
             }
             _ => return,
         };

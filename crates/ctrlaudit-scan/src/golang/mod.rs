@@ -212,14 +212,7 @@ fn crd_decls(src: &Src<'_>, decl: Node<'_>, comments: &[Node<'_>]) -> Vec<CrdDec
 /// Package-level constants (and variables initialised with a constant) that evaluate to a number or a duration:
 /// `const requeueAfter = 30 * time.Second` is 30 seconds wherever a requeue names it.
 fn consts(src: &Src<'_>, imports: &Imports, decl: Node<'_>, model: &mut FileModel) {
-    let specs = named_children(decl).flat_map(|c| {
-        if c.kind() == "const_spec_list" || c.kind() == "var_spec_list" {
-            named_children(c).collect::<Vec<_>>()
-        } else {
-            vec![c]
-        }
-    });
-    for spec in specs.filter(|s| s.kind() == "const_spec" || s.kind() == "var_spec") {
+    for spec in syntax::specs(decl) {
         let names: Vec<Node> = syntax::field_children(spec, "name");
         let Some(values) = spec.child_by_field_name("value") else {
             continue;

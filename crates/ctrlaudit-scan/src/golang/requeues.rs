@@ -3,7 +3,6 @@
 
 use super::Imports;
 use super::body::{Place, Walk};
-use super::client::unwrap_literal_element;
 use super::syntax::{self, Src, named_children, qualified};
 use crate::sema::{Op, Requeue, Value};
 use std::collections::HashMap;
@@ -47,15 +46,7 @@ impl Walk<'_, '_> {
         {
             return None;
         }
-        let body = lit.child_by_field_name("body")?;
-        let after = named_children(body)
-            .filter(|e| e.kind() == "keyed_element")
-            .find_map(|e| {
-                let mut parts = named_children(e).map(unwrap_literal_element);
-                let key = parts.next()?;
-                let value = parts.next()?;
-                (self.src.text(key) == "RequeueAfter").then_some(value)
-            })?;
+        let after = syntax::keyed_value(self.src, lit, "RequeueAfter")?;
         let value = lower_value(self.src, self.imports, after);
         let secs = value.secs(&HashMap::new(), &crate::sema::unbound);
         Some(Requeue {

@@ -97,6 +97,53 @@ pub(crate) fn mentions_result(src: &Src<'_>, result: Node<'_>) -> bool {
             .any(|w| w == "Result")
 }
 
+/// The `key: value` elements of a composite literal (`T{..}` or `&T{..}`), as (key, value); none for anything
+/// else. The grammar wraps each side in `literal_element`, which is looked through.
+pub(crate) fn keyed_elements(lit: Node<'_>) -> Vec<(Node<'_>, Node<'_>)> {
+    fn unwrap(n: Node<'_>) -> Node<'_> {
+        if n.kind() == "literal_element" {
+            n.named_child(0).unwrap_or(n)
+        } else {
+            n
+        }
+    }
+    let lit = strip_ref(lit);
+    if lit.kind() != "composite_literal" {
+        return Vec::new();
+    }
+    let Some(body) = lit.child_by_field_name("body") else {
+        return Vec::new();
+    };
+    named_children(body)
+        .filter(|e| e.kind() == "keyed_element")
+        .filter_map(|e| {
+            let mut parts = named_children(e).map(unwrap);
+            Some((parts.next()?, parts.next()?))
+        })
+        .collect()
+}
+
+/// The value a composite literal gives `key` (`RequeueAfter` of `ctrl.Result{RequeueAfter: d}`).
+pub(crate) fn keyed_value<'a>(src: &Src<'_>, lit: Node<'a>, key: &str) -> Option<Node<'a>> {
+    keyed_elements(lit)
+        .into_iter()
+        .find_map(|(k, v)| (src.text(k) == key).then_some(v))
+}
+
+/// The `const`/`var` specs of a declaration, through the grouped form (`const ( a = 1; b = 2 )`).
+pub(crate) fn specs(decl: Node<'_>) -> Vec<Node<'_>> {
+    named_children(decl)
+        .flat_map(|c| {
+            if matches!(c.kind(), "const_spec_list" | "var_spec_list") {
+                named_children(c).collect()
+            } else {
+                vec![c]
+            }
+        })
+        .filter(|s| matches!(s.kind(), "const_spec" | "var_spec"))
+        .collect()
+}
+
 /// `&x` and `(x)` as `x`.
 pub(crate) fn strip_ref(n: Node<'_>) -> Node<'_> {
     let mut n = n;
