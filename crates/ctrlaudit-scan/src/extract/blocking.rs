@@ -13,6 +13,7 @@ impl Extractor<'_, '_> {
                 callee,
                 at,
                 off_runtime,
+                repeats_write: false,
             });
         }
     }

@@ -2,6 +2,10 @@
 //! object's kind), `ctrl.Result` requeues and what each return gives, volatile values assigned into an object
 //! that a later write of that object carries, calls of the module's own functions, and error signs.
 
+use super::branches::{
+    acts, deletion_branches, guard, is_error_kind_test, is_statement, returns_err,
+    returns_err_on_error, skips_when_unchanged,
+};
 use super::client::object_arg;
 use super::syntax::{self, Src, named_children, qualified, root_ident, snake};
 use super::{Imports, controllers, fn_header, statements};
@@ -390,10 +394,12 @@ impl<'s, 't> Walk<'s, 't> {
         self.metric_labels(func, &args);
         // Every call of another package by its import path (`time::Sleep`): what rules that know a library's
         // behaviour judge (CA305's waits).
+        let mut resolved = None;
         if let Some((pkg, name)) = qualified(self.src, func)
             && let Some(path) = self.imports.path_of(pkg)
         {
             let (a, b) = (n.start_position(), n.end_position());
+            resolved = Some(self.f.resolved_calls.len());
             self.f.resolved_calls.push(ResolvedCall {
                 callee: Callee::Path(format!("{path}::{name}")),
                 at: Pos {
@@ -403,6 +409,7 @@ impl<'s, 't> Walk<'s, 't> {
                     end_column: (b.column + 1) as u32,
                 },
                 off_runtime: place.detached,
+                repeats_write: false,
             });
         }
         self.expr(func, place);
@@ -410,9 +417,20 @@ impl<'s, 't> Walk<'s, 't> {
             in_retry: place.in_retry || retry,
             ..place.clone()
         };
+        let writes_before = self.writes();
         for a in args {
             self.expr(a, &inner);
         }
+        if let Some(i) = resolved
+            && self.writes() > writes_before
+        {
+            self.f.resolved_calls[i].repeats_write = true;
+        }
+    }
+
+    /// How many API writes the function has made so far.
+    fn writes(&self) -> usize {
+        self.f.api_calls.iter().filter(|c| c.is_write()).count()
     }
 
     /// A call of the module's own code, as the crate join resolves it; `None` for the standard library,
@@ -471,127 +489,4 @@ impl<'s, 't> Walk<'s, 't> {
     pub(super) fn imports(&self) -> &Imports {
         self.imports
     }
-}
-
-/// What a branch's condition asks, for a finding's `when`.
-fn guard(text: &str) -> Guard {
-    let kind = if text.contains("Generation") {
-        GuardKind::SpecChange
-    } else if text.contains("!=")
-        || text.contains("!reflect.DeepEqual")
-        || text.contains("!equality.")
-    {
-        GuardKind::Drift
-    } else {
-        GuardKind::Other
-    };
-    Guard {
-        kind,
-        text: text.chars().take(Guard::MAX_TEXT).collect(),
-    }
-}
-
-/// Which branch of an `if` on the deletion timestamp runs on deletion: (then, else).
-fn deletion_branches(cond: &str) -> (bool, bool) {
-    if !cond.contains("DeletionTimestamp") || cond.contains("&&") || cond.contains("||") {
-        return (false, false);
-    }
-    let negated = cond.trim_start().starts_with('!');
-    let deleting = if cond.contains("IsZero()") {
-        negated
-    } else if cond.contains("!= nil") {
-        true
-    } else if cond.contains("== nil") {
-        false
-    } else {
-        return (false, false);
-    };
-    (deleting, !deleting)
-}
-
-/// The block returns the error (`return ctrl.Result{}, err`, `return err`).
-fn returns_err(src: &Src<'_>, block: Node<'_>) -> bool {
-    syntax::any_node(block, &mut |n| {
-        n.kind() == "return_statement"
-            && src
-                .text(n)
-                .split(|c: char| !c.is_alphanumeric() && c != '_')
-                .any(|w| w == "err")
-    })
-}
-
-/// The block does something before it goes on: it calls an operation (a call whose first argument is a
-/// context, as every controller-runtime client method and most Go APIs take one), beyond logging.
-fn acts(src: &Src<'_>, block: Node<'_>) -> bool {
-    syntax::any_node(block, &mut |n| {
-        n.kind() == "call_expression"
-            && n.child_by_field_name("arguments")
-                .and_then(|a| named_children(a).next())
-                .is_some_and(|first| {
-                    let t = src.text(first);
-                    t == "ctx" || t.ends_with("Ctx") || t.starts_with("context.")
-                })
-            && !n.child_by_field_name("function").is_some_and(|f| {
-                src.text(f).ends_with("FromContext") || src.text(f).ends_with("LoggerFrom")
-            })
-    })
-}
-
-/// An `if` that returns early when the state it compares is already what it wants (`if a == b { return nil }`,
-/// `if reflect.DeepEqual(old, new) { return … }`): its condition. Error and nil checks are not such tests.
-fn skips_when_unchanged(src: &Src<'_>, s: Node<'_>) -> Option<String> {
-    if s.kind() != "if_statement" || s.child_by_field_name("alternative").is_some() {
-        return None;
-    }
-    let cons = s.child_by_field_name("consequence")?;
-    let last = statements(cons).last().copied()?;
-    if last.kind() != "return_statement" || returns_err(src, cons) {
-        return None;
-    }
-    let cond = src.compact(s.child_by_field_name("condition")?, 200);
-    let compares = cond.split("&&").flat_map(|p| p.split("||")).any(|part| {
-        let part = part.trim();
-        if part.starts_with('!') {
-            return false;
-        }
-        if part.contains("DeepEqual(") {
-            return true;
-        }
-        part.split_once("==").is_some_and(|(l, r)| {
-            let (l, r) = (l.trim(), r.trim());
-            !l.ends_with('!')
-                && !["nil", "\"\"", "0", "true", "false"].contains(&r)
-                && !l.is_empty()
-        })
-    });
-    compares.then_some(cond)
-}
-
-/// A condition that asks which error it is: `errors.IsNotFound(err)`, `apierrors.IsConflict(err)`.
-fn is_error_kind_test(cond: &str) -> bool {
-    cond.match_indices(".Is").any(|(i, _)| {
-        let rest = &cond[i + 3..];
-        rest.starts_with(|c: char| c.is_ascii_uppercase())
-            && rest
-                .find('(')
-                .is_some_and(|p| rest[p + 1..].trim_start().starts_with("err"))
-    })
-}
-
-/// `if err != nil { return …, err }`.
-fn returns_err_on_error(src: &Src<'_>, s: Node<'_>) -> bool {
-    s.kind() == "if_statement"
-        && s.child_by_field_name("initializer").is_none()
-        && s.child_by_field_name("condition")
-            .is_some_and(|c| src.compact(c, 60) == "err != nil")
-        && s.child_by_field_name("consequence")
-            .is_some_and(|b| returns_err(src, b))
-}
-
-fn is_statement(n: Node<'_>) -> bool {
-    n.kind().ends_with("_statement")
-        || matches!(
-            n.kind(),
-            "short_var_declaration" | "var_declaration" | "const_declaration" | "block"
-        )
 }

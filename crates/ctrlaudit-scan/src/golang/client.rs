@@ -8,8 +8,7 @@ use tree_sitter::Node;
 
 impl Walk<'_, '_> {
     /// A controller-runtime client call: `r.Get(ctx, key, &obj)`, `r.Client.Update(ctx, obj)`,
-    /// `r.Status().Patch(ctx, obj, patch)`. A client-go clientset call (`cs.CoreV1().Pods(ns).Get(ctx, name,
-    /// opts)`) is not one.
+    /// `r.Status().Patch(ctx, obj, patch)`; or a client-go clientset call (see `clientset_call`).
     pub(super) fn api_call(
         &self,
         func: Node<'_>,
@@ -21,6 +20,9 @@ impl Walk<'_, '_> {
         }
         let recv = func.child_by_field_name("operand")?;
         let method = self.src.text(func.child_by_field_name("field")?);
+        if let Some(call) = self.clientset_call(func, recv, method, args, place) {
+            return Some(call);
+        }
         let status = match recv.kind() {
             "identifier" | "selector_expression" if self.is_client(recv) => false,
             "call_expression" => {
@@ -84,8 +86,88 @@ impl Walk<'_, '_> {
             && (var.is_some_and(|v| self.status_set.contains(v))
                 || literal_sets_status(self.src, obj));
         let recv_text = self.src.text(recv).to_ascii_lowercase();
-        Some(ApiCall {
-            method: m,
+        let cached =
+            m.is_read() && !recv_text.contains("apireader") && !recv_text.contains("uncached");
+        Some(self.typed_call(func, m, kind, body_has_status, ssa, cached, place))
+    }
+
+    /// A client-go typed clientset call: `cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})`,
+    /// `c.AppsV1().Deployments(ns).UpdateStatus(ctx, d, opts)`. It goes to the API server every time: a clientset
+    /// has no cache (a lister is what reads an informer's).
+    fn clientset_call(
+        &self,
+        func: Node<'_>,
+        resource: Node<'_>,
+        method: &str,
+        args: &[Node<'_>],
+        place: &Place,
+    ) -> Option<ApiCall> {
+        // `<Plural>(ns)` or `<Plural>()` on `<Group>V<n>()`.
+        let plural_fn = (resource.kind() == "call_expression")
+            .then(|| resource.child_by_field_name("function"))
+            .flatten()
+            .filter(|f| f.kind() == "selector_expression")?;
+        let plural = self.src.text(plural_fn.child_by_field_name("field")?);
+        let group = plural_fn.child_by_field_name("operand")?;
+        let group_fn = (group.kind() == "call_expression")
+            .then(|| group.child_by_field_name("function"))
+            .flatten()?;
+        let group_name = group_fn
+            .child_by_field_name("field")
+            .map_or("", |f| self.src.text(f));
+        if !is_group_version(group_name)
+            || group
+                .child_by_field_name("arguments")
+                .is_none_or(|a| a.named_child_count() != 0)
+            || !plural.starts_with(|c: char| c.is_ascii_uppercase())
+        {
+            return None;
+        }
+        let status_arg = || {
+            args.last()
+                .is_some_and(|a| self.src.text(*a) == "\"status\"")
+        };
+        let (min_args, m, obj) = match method {
+            "Get" => (3, ApiMethod::Get, None),
+            "List" => (2, ApiMethod::List, None),
+            "Create" => (3, ApiMethod::Create, args.get(1)),
+            "Update" => (3, ApiMethod::Replace, args.get(1)),
+            "UpdateStatus" => (3, ApiMethod::ReplaceStatus, args.get(1)),
+            "Patch" if status_arg() => (5, ApiMethod::PatchStatus, None),
+            "Patch" => (5, ApiMethod::Patch, None),
+            "Apply" => (3, ApiMethod::Patch, None),
+            "ApplyStatus" => (3, ApiMethod::PatchStatus, None),
+            "Delete" => (3, ApiMethod::Delete, None),
+            "DeleteCollection" => (3, ApiMethod::DeleteCollection, None),
+            _ => return None,
+        };
+        if args.len() < min_args || !is_context(self.src, args[0]) {
+            return None;
+        }
+        let kind = obj
+            .and_then(|o| self.kind_of(*o))
+            .or_else(|| Some(singular(plural)));
+        let body_has_status = m == ApiMethod::Replace
+            && obj
+                .and_then(|o| root_ident(self.src, *o))
+                .is_some_and(|v| self.status_set.contains(v));
+        let ssa = method.starts_with("Apply");
+        Some(self.typed_call(func, m, kind, body_has_status, ssa, false, place))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn typed_call(
+        &self,
+        func: Node<'_>,
+        method: ApiMethod,
+        kind: Option<String>,
+        body_has_status: bool,
+        server_side_apply: bool,
+        cached: bool,
+        place: &Place,
+    ) -> ApiCall {
+        ApiCall {
+            method,
             span: self.src.span(func),
             kind,
             body_has_status,
@@ -99,13 +181,11 @@ impl Walk<'_, '_> {
             guard: place.guard.clone(),
             then_writes_on_branch: false,
             leaves_phase: false,
-            server_side_apply: ssa,
-            cached: m.is_read()
-                && !recv_text.contains("apireader")
-                && !recv_text.contains("uncached"),
+            server_side_apply,
+            cached,
             text: self.src.compact(func, 80),
             via_producer: None,
-        })
+        }
     }
 
     /// Is `recv` a controller-runtime client (or reader)? The receiver of a reconciler method, which embeds one
@@ -161,6 +241,38 @@ impl Walk<'_, '_> {
             _ => None,
         }
     }
+}
+
+/// A clientset's API group accessor: `CoreV1`, `AppsV1`, `BatchV1beta1`, `SchedulingV1alpha1`.
+fn is_group_version(name: &str) -> bool {
+    let Some((group, version)) = name.rsplit_once('V') else {
+        return false;
+    };
+    let level = version.trim_start_matches(|c: char| c.is_ascii_digit());
+    let numbered = |s: &str| s.chars().all(|c| c.is_ascii_digit());
+    group.starts_with(|c: char| c.is_ascii_uppercase())
+        && level.len() < version.len()
+        && (level.is_empty()
+            || ["alpha", "beta"]
+                .iter()
+                .any(|l| level.strip_prefix(l).is_some_and(numbered)))
+}
+
+/// The kind a clientset's resource accessor names: `Pods` → `Pod`, `Proxies` → `Proxy`, `Ingresses` →
+/// `Ingress`, `Endpoints` → `Endpoints`.
+fn singular(plural: &str) -> String {
+    if plural == "Endpoints" {
+        return plural.to_string();
+    }
+    if let Some(stem) = plural.strip_suffix("ies") {
+        return format!("{stem}y");
+    }
+    for suffix in ["sses", "shes", "ches", "xes"] {
+        if plural.ends_with(suffix) {
+            return plural[..plural.len() - 2].to_string();
+        }
+    }
+    plural.strip_suffix('s').unwrap_or(plural).to_string()
 }
 
 /// The object a client call reads into or writes: `Get(ctx, key, obj)`, `List(ctx, list)`, `Update(ctx, obj)`.

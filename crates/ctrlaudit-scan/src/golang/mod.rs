@@ -5,6 +5,7 @@
 //! toolchain at run time.
 
 mod body;
+mod branches;
 mod client;
 mod controllers;
 mod flow;
@@ -53,7 +54,15 @@ pub fn analyze(name: &str, text: &str) -> Result<FileModel, GoError> {
     parser
         .set_language(&tree_sitter_go::LANGUAGE.into())
         .map_err(|e| GoError::Language(e.to_string()))?;
-    let tree = parser.parse(text, None).ok_or(GoError::NoTree)?;
+    let mut tree = parser.parse(text, None).ok_or(GoError::NoTree)?;
+    // Go 1.26's `new(expr)` is newer than the grammar, which takes only a type there: a compiling file would be
+    // a syntax error. Parsed again with those calls spelled as plain calls of the same length, so every node's
+    // position still indexes `text`, which is what the model reads.
+    if tree.root_node().has_error()
+        && let Some(plain) = syntax::new_of_value_as_call(text)
+    {
+        tree = parser.parse(&plain, None).ok_or(GoError::NoTree)?;
+    }
     let root = tree.root_node();
     check_depth(root)?;
     if root.has_error() {

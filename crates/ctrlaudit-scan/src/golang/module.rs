@@ -69,7 +69,12 @@ pub fn module_root(dir: &Path) -> Option<PathBuf> {
         .map(Path::to_path_buf)
 }
 
-/// A Go file the scan never analyses: tests, generated deep copies, vendored dependencies.
+/// Directories of test code that is no `_test.go` file: a module's integration and end-to-end suites and their
+/// helpers (`test/util/metrics.go` reads metrics the operator records).
+const TEST_DIRS: &[&str] = &["testdata", "test", "tests", "e2e", "testutil", "testutils"];
+
+/// A Go file the scan never analyses (`path` within its module): tests, generated deep copies, vendored
+/// dependencies.
 pub fn is_skipped_file(path: &Path) -> bool {
     let name = path
         .file_name()
@@ -79,7 +84,7 @@ pub fn is_skipped_file(path: &Path) -> bool {
         || name.starts_with("zz_generated")
         || path
             .components()
-            .any(|c| c.as_os_str() == "vendor" || c.as_os_str() == "testdata")
+            .any(|c| c.as_os_str() == "vendor" || TEST_DIRS.iter().any(|t| c.as_os_str() == *t))
 }
 
 /// A Go file outside any module names a controller library in its imports.
@@ -113,13 +118,19 @@ pub fn units(go: &[PathBuf], yaml: &[PathBuf], max_bytes: u64) -> GoUnits {
     let mut by_root: BTreeMap<PathBuf, Vec<PathBuf>> = BTreeMap::new();
     let mut not_judged = 0;
     for p in go {
-        if is_skipped_file(p) {
+        let dir = p.parent().unwrap_or(Path::new("."));
+        let module = module_root(dir);
+        // Judged by where the file is in its module: a module checked out under `~/test/` is no test.
+        let within = module
+            .as_deref()
+            .and_then(|m| p.strip_prefix(m).ok())
+            .or_else(|| p.file_name().map(Path::new))
+            .unwrap_or(p);
+        if is_skipped_file(within) {
             not_judged += 1;
             continue;
         }
-        let dir = p.parent().unwrap_or(Path::new("."));
-        let root = module_root(dir)
-            .unwrap_or_else(|| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()));
+        let root = module.unwrap_or_else(|| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()));
         by_root.entry(root).or_default().push(p.clone());
     }
     let mut yaml_of: BTreeMap<PathBuf, Vec<PathBuf>> = BTreeMap::new();
@@ -195,8 +206,11 @@ mod tests {
         assert!(is_skipped_file(Path::new(
             "vendor/k8s.io/client-go/rest/client.go"
         )));
+        assert!(is_skipped_file(Path::new("test/util/metrics.go")));
+        assert!(is_skipped_file(Path::new("pkg/e2e/framework.go")));
         assert!(!is_skipped_file(Path::new(
             "internal/controller/widget_controller.go"
         )));
+        assert!(!is_skipped_file(Path::new("pkg/testing_helpers.go")));
     }
 }

@@ -235,3 +235,59 @@ pub(crate) fn snake(s: &str) -> String {
     }
     out
 }
+
+/// `text` with each `new(expr)` of Go 1.26 spelled `neW(expr)`, a plain call the grammar parses, or `None`
+/// when there is none. `new(T)` of a type that is no expression (`new([]T)`, `new(map[K]V)`, `new(func())`, …)
+/// is left as it is; `new(T)` of a named type parses either way. Strings, runes and comments are skipped.
+pub(crate) fn new_of_value_as_call(text: &str) -> Option<String> {
+    const TYPE_ONLY: &[&str] = &["[", "map[", "chan", "<-", "func", "struct", "interface"];
+    let b = text.as_bytes();
+    let mut out = b.to_vec();
+    let mut changed = false;
+    let mut i = 0;
+    let ident = |c: u8| c == b'_' || c.is_ascii_alphanumeric();
+    while i < b.len() {
+        match b[i] {
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                i = b[i..]
+                    .iter()
+                    .position(|&c| c == b'\n')
+                    .map_or(b.len(), |p| i + p);
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                i = text[i + 2..].find("*/").map_or(b.len(), |p| i + 2 + p + 2);
+            }
+            q @ (b'"' | b'\'') => {
+                i += 1;
+                while i < b.len() && b[i] != q && b[i] != b'\n' {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
+                }
+                i += 1;
+            }
+            b'`' => {
+                i = text[i + 1..].find('`').map_or(b.len(), |p| i + 1 + p + 1);
+            }
+            b'n' if b[i..].starts_with(b"new")
+                && (i == 0 || !(ident(b[i - 1]) || b[i - 1] == b'.')) =>
+            {
+                let rest = text[i + 3..].trim_start_matches([' ', '\t']);
+                if let Some(arg) = rest.strip_prefix('(') {
+                    let arg = arg.trim_start();
+                    if !TYPE_ONLY.iter().any(|t| arg.starts_with(t)) {
+                        out[i + 2] = b'W';
+                        changed = true;
+                    }
+                }
+                i += 3;
+            }
+            c if ident(c) => {
+                while i < b.len() && ident(b[i]) {
+                    i += 1;
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    // Only ASCII bytes were replaced by ASCII bytes: still UTF-8.
+    changed.then(|| String::from_utf8(out).ok()).flatten()
+}

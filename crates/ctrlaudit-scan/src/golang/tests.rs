@@ -45,14 +45,6 @@ fn client_calls_are_typed_with_their_kind_and_subresource() {
 }
 
 #[test]
-fn a_clientset_call_is_no_controller_runtime_call() {
-    let m = model(
-        "func (r *R) f(ctx context.Context) error {\n\t_, err := r.cs.CoreV1().Pods(\"ns\").Get(ctx, \"p\", metav1.GetOptions{})\n\treturn err\n}\n",
-    );
-    assert!(m.fns[0].api_calls.is_empty());
-}
-
-#[test]
 fn a_requeue_returned_with_an_error_is_none_and_one_on_an_error_branch_is_on_error() {
     let m = model(
         "const retry = 2 * time.Second\n\n\
@@ -155,4 +147,48 @@ fn bad_input_is_an_error_not_a_panic() {
         analyze("x.go", &deep),
         Err(GoError::TooDeep { .. })
     ));
+}
+
+#[test]
+fn clientset_calls_are_uncached_reads_and_typed_writes() {
+    let m = model(
+        "func (r *WidgetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {\n\
+         \td, err := r.kubeClient.AppsV1().Deployments(req.Namespace).Get(ctx, req.Name, metav1.GetOptions{})\n\
+         \tif err != nil {\n\t\treturn ctrl.Result{}, err\n\t}\n\
+         \t_, err = r.kubeClient.SchedulingV1beta1().PodGroups(req.Namespace).UpdateStatus(ctx, pg, metav1.UpdateOptions{})\n\
+         \t_, _ = r.configClient.ConfigV1().Proxies().List(ctx, metav1.ListOptions{})\n\
+         \t_ = r.kubeClient.CoreV1().Pods(ns).Delete(ctx, d.Name, metav1.DeleteOptions{})\n\
+         \t_ = r.logger.V1().Info(ctx, d.Name, x)\n\
+         \treturn ctrl.Result{}, nil\n}\n",
+    );
+    let calls: Vec<(ApiMethod, Option<&str>, bool)> = m.fns[0]
+        .api_calls
+        .iter()
+        .map(|c| (c.method, c.kind.as_deref(), c.cached))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            (ApiMethod::Get, Some("Deployment"), false),
+            (ApiMethod::ReplaceStatus, Some("PodGroup"), false),
+            (ApiMethod::List, Some("Proxy"), false),
+            (ApiMethod::Delete, Some("Pod"), false),
+        ]
+    );
+}
+
+#[test]
+fn go_1_26_new_of_a_value_parses() {
+    let m = model(
+        "func f() *int32 {\n\ts := \"new(\" // new(x\n\tp := new(int32(0))\n\tq := Foo{Path: new(\"/x\"), N: new(in.X == y), L: new([]string)}\n\t_, _ = s, q\n\treturn p\n}\n",
+    );
+    assert_eq!(m.fns.len(), 1);
+    assert_eq!(
+        syntax::new_of_value_as_call("a := new(int)\nb := new([]T)\n// new(x)\nc := x.new(y)"),
+        Some("a := neW(int)\nb := new([]T)\n// new(x)\nc := x.new(y)".to_string())
+    );
+    assert_eq!(
+        syntax::new_of_value_as_call("b := new(map[string]int)"),
+        None
+    );
 }

@@ -3,18 +3,24 @@
 
 use super::{Ctx, finding};
 use crate::finding::Finding;
-use crate::sema::Verb;
+use crate::sema::{Lang, Verb};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Built-in kinds whose objects the cluster's own agents write all the time: the kubelet updates every Pod's
+/// and Node's status (each write bumps the resourceVersion a PUT of the whole object carries).
+const WRITTEN_BY_THE_CLUSTER: &[&str] = &["Pod", "Node"];
 
 pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
+    let racing = racing_writers(cx);
     for id in cx.unit.all_fns() {
         let func = cx.unit.func(id);
         if func.handles_conflict() || func.clears_resource_version {
             continue;
         }
         // controller-runtime's workqueue never hands one object to two workers, and a 409 returned goes back
-        // through its rate limiter: in Go the rule needs the writers that can race (workers of the kind's
-        // Controller, other writers of it), which scan does not link yet. Not judged rather than guessed.
-        if cx.lang(id.0) == crate::sema::Lang::Go {
+        // through its rate limiter: in Go a PUT races only with another writer of the same objects.
+        if cx.lang(id.0) == Lang::Go {
+            go_check(cx, id, &racing, out);
             continue;
         }
         for call in cx.unit.api_calls(id) {
@@ -52,5 +58,90 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
                 "use a merge patch or server-side apply (`patch_status` with `Patch::Merge`/`Patch::Apply`), or retry on 409 with a fresh get",
             ));
         }
+    }
+}
+
+/// The kinds whose objects more than one writer changes, with who they are: a kind some Controller of the unit
+/// reconciles and another Controller's reconcile writes too (the RayCluster a RayJob controller updates while
+/// the RayCluster controller writes its status), or a kind the cluster writes itself (Pods, Nodes).
+fn racing_writers(cx: &Ctx<'_>) -> BTreeMap<String, Vec<String>> {
+    let mut writers: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut reconciled = BTreeSet::new();
+    for (fi, file) in cx.unit.files.iter().enumerate() {
+        if file.lang != Lang::Go {
+            continue;
+        }
+        for c in &file.controllers {
+            let (Some(fns), Some(run)) = (cx.unit.reach_of(fi, c), c.run.as_ref()) else {
+                continue;
+            };
+            let who = match (&c.kind, &run.reconcile) {
+                (Some(k), _) => format!("the `{k}` controller"),
+                (None, Some(r)) => format!("`{r}`"),
+                (None, None) => continue,
+            };
+            if let Some(k) = &c.kind {
+                reconciled.insert(k.clone());
+            }
+            for id in fns {
+                for call in cx.unit.api_calls(id) {
+                    if call.is_write() && !call.on_deletion
+                        && let Some(k) = &call.kind
+                    {
+                        writers.entry(k.clone()).or_default().insert(who.clone());
+                    }
+                }
+            }
+        }
+    }
+    let mut out: BTreeMap<String, Vec<String>> = writers
+        .into_iter()
+        .filter(|(k, w)| reconciled.contains(k) && w.len() > 1)
+        .map(|(k, w)| (k, w.into_iter().collect()))
+        .collect();
+    for k in WRITTEN_BY_THE_CLUSTER {
+        out.entry(k.to_string())
+            .or_default()
+            .push("the kubelet".to_string());
+    }
+    out
+}
+
+/// A Go PUT (`Update`, `Status().Update`) reached from a reconcile, of a kind that other writers change too,
+/// outside `retry.RetryOnConflict` and with no `IsConflict` test.
+fn go_check(
+    cx: &Ctx<'_>,
+    id: crate::unit::FnId,
+    racing: &BTreeMap<String, Vec<String>>,
+    out: &mut Vec<Finding>,
+) {
+    if !cx.reach.contains_key(&id) {
+        return;
+    }
+    for call in cx.unit.api_calls(id) {
+        if call.method.verb() != Verb::Update || call.in_retry || call.on_deletion {
+            continue;
+        }
+        let Some((kind, who)) = call.kind.as_deref().and_then(|k| racing.get_key_value(k)) else {
+            continue;
+        };
+        let when = cx.when_call(id, call);
+        let mut f = finding(
+            &crate::registry::CA301,
+            call.span.clone(),
+            when.clone(),
+            format!(
+                "`{}` {} PUTs a `{kind}` with the resourceVersion it read, and `{kind}` objects are written by {}: \
+                 when another got there first the PUT fails with 409 Conflict and the pass is lost{}",
+                call.text,
+                when.phrase(),
+                who.join(", "),
+                cx.via(id)
+            ),
+            "wrap the read and the write in `retry.RetryOnConflict(retry.DefaultRetry, ..)`, or send a merge patch \
+             (`client.MergeFrom`) or server-side apply, which carry no resourceVersion",
+        );
+        f.evidence = cx.call_path(id);
+        out.push(f);
     }
 }

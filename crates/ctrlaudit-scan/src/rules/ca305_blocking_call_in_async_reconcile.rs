@@ -49,6 +49,8 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
             .resolved_calls
             .iter()
             .filter(|c| !c.off_runtime)
+            // A poll that repeats a write (`get; update` until no 409) retries; it waits on nothing else.
+            .filter(|c| !c.repeats_write)
             .filter_map(|c| {
                 Some((
                     c.at.in_file(&func.span.file),

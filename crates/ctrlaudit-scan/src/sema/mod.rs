@@ -224,6 +224,9 @@ pub struct ResolvedCall {
     pub at: Pos,
     /// Inside `spawn_blocking`/`block_in_place`: off the async runtime's worker threads.
     pub off_runtime: bool,
+    /// A call handed a closure that writes to the API server (`wait.PollUntilContextCancel(ctx, d, true,
+    /// func(..) { get; update })`): what it repeats is the write, until it lands, not a wait for something else.
+    pub repeats_write: bool,
 }
 
 /// A place in a file whose name is known from elsewhere (the function's [`FnModel::span`]).

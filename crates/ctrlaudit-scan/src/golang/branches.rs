@@ -1,0 +1,131 @@
+//! What an `if` says about its branches, from its condition and blocks: the guard a finding names, which branch
+//! runs on deletion, whether a block returns the error or acts before going on, and early returns when nothing
+//! changed.
+
+use super::statements;
+use super::syntax::{self, Src, named_children};
+use crate::sema::{Guard, GuardKind};
+use tree_sitter::Node;
+
+/// What a branch's condition asks, for a finding's `when`.
+pub(super) fn guard(text: &str) -> Guard {
+    let kind = if text.contains("Generation") {
+        GuardKind::SpecChange
+    } else if text.contains("!=")
+        || text.contains("!reflect.DeepEqual")
+        || text.contains("!equality.")
+    {
+        GuardKind::Drift
+    } else {
+        GuardKind::Other
+    };
+    Guard {
+        kind,
+        text: text.chars().take(Guard::MAX_TEXT).collect(),
+    }
+}
+
+/// Which branch of an `if` on the deletion timestamp runs on deletion: (then, else).
+pub(super) fn deletion_branches(cond: &str) -> (bool, bool) {
+    if !cond.contains("DeletionTimestamp") || cond.contains("&&") || cond.contains("||") {
+        return (false, false);
+    }
+    let negated = cond.trim_start().starts_with('!');
+    let deleting = if cond.contains("IsZero()") {
+        negated
+    } else if cond.contains("!= nil") {
+        true
+    } else if cond.contains("== nil") {
+        false
+    } else {
+        return (false, false);
+    };
+    (deleting, !deleting)
+}
+
+/// The block returns the error (`return ctrl.Result{}, err`, `return err`).
+pub(super) fn returns_err(src: &Src<'_>, block: Node<'_>) -> bool {
+    syntax::any_node(block, &mut |n| {
+        n.kind() == "return_statement"
+            && src
+                .text(n)
+                .split(|c: char| !c.is_alphanumeric() && c != '_')
+                .any(|w| w == "err")
+    })
+}
+
+/// The block does something before it goes on: it calls an operation (a call whose first argument is a
+/// context, as every controller-runtime client method and most Go APIs take one), beyond logging.
+pub(super) fn acts(src: &Src<'_>, block: Node<'_>) -> bool {
+    syntax::any_node(block, &mut |n| {
+        n.kind() == "call_expression"
+            && n.child_by_field_name("arguments")
+                .and_then(|a| named_children(a).next())
+                .is_some_and(|first| {
+                    let t = src.text(first);
+                    t == "ctx" || t.ends_with("Ctx") || t.starts_with("context.")
+                })
+            && !n.child_by_field_name("function").is_some_and(|f| {
+                src.text(f).ends_with("FromContext") || src.text(f).ends_with("LoggerFrom")
+            })
+    })
+}
+
+/// An `if` that returns early when the state it compares is already what it wants (`if a == b { return nil }`,
+/// `if reflect.DeepEqual(old, new) { return … }`): its condition. Error and nil checks are not such tests.
+pub(super) fn skips_when_unchanged(src: &Src<'_>, s: Node<'_>) -> Option<String> {
+    if s.kind() != "if_statement" || s.child_by_field_name("alternative").is_some() {
+        return None;
+    }
+    let cons = s.child_by_field_name("consequence")?;
+    let last = statements(cons).last().copied()?;
+    if last.kind() != "return_statement" || returns_err(src, cons) {
+        return None;
+    }
+    let cond = src.compact(s.child_by_field_name("condition")?, 200);
+    let compares = cond.split("&&").flat_map(|p| p.split("||")).any(|part| {
+        let part = part.trim();
+        if part.starts_with('!') {
+            return false;
+        }
+        if part.contains("DeepEqual(") {
+            return true;
+        }
+        part.split_once("==").is_some_and(|(l, r)| {
+            let (l, r) = (l.trim(), r.trim());
+            !l.ends_with('!')
+                && !["nil", "\"\"", "0", "true", "false"].contains(&r)
+                && !l.is_empty()
+        })
+    });
+    compares.then_some(cond)
+}
+
+/// A condition that asks which error it is: `errors.IsNotFound(err)`, `apierrors.IsConflict(err)`.
+pub(super) fn is_error_kind_test(cond: &str) -> bool {
+    cond.match_indices(".Is").any(|(i, _)| {
+        let rest = &cond[i + 3..];
+        rest.starts_with(|c: char| c.is_ascii_uppercase())
+            && rest
+                .find('(')
+                .is_some_and(|p| rest[p + 1..].trim_start().starts_with("err"))
+    })
+}
+
+/// `if err != nil { return …, err }`.
+pub(super) fn returns_err_on_error(src: &Src<'_>, s: Node<'_>) -> bool {
+    s.kind() == "if_statement"
+        && s.child_by_field_name("initializer").is_none()
+        && s.child_by_field_name("condition")
+            .is_some_and(|c| src.compact(c, 60) == "err != nil")
+        && s.child_by_field_name("consequence")
+            .is_some_and(|b| returns_err(src, b))
+}
+
+pub(super) fn is_statement(n: Node<'_>) -> bool {
+    n.kind().ends_with("_statement")
+        || matches!(
+            n.kind(),
+            "short_var_declaration" | "var_declaration" | "const_declaration" | "block"
+        )
+}
