@@ -126,6 +126,7 @@ impl<'ast> Extractor<'_, 'ast> {
             callee,
             type_args,
             ctx,
+            args: Vec::new(),
         });
         if routine {
             let index = f.model.calls.len() - 1;

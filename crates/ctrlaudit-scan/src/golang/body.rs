@@ -68,6 +68,8 @@ pub(super) struct Walk<'s, 't> {
     pub(super) controllers: Vec<crate::sema::ControllerModel>,
     /// Values handed to metric labels (see `labels`).
     pub(super) model_labels: Vec<crate::sema::LabelValue>,
+    /// The function's parameters by name: their position (the receiver not counted).
+    pub(super) params: HashMap<String, usize>,
 }
 
 /// The model of one function or method declaration; Controllers it builds go to `model`.
@@ -96,6 +98,7 @@ pub(super) fn function(
         builders: HashMap::new(),
         controllers: Vec::new(),
         model_labels: Vec::new(),
+        params: HashMap::new(),
     };
     if let Some(list) = decl.child_by_field_name("parameters") {
         w.declare_params(list);
@@ -115,13 +118,20 @@ pub(super) fn function(
 
 impl<'s, 't> Walk<'s, 't> {
     fn declare_params(&mut self, list: Node<'_>) {
-        for p in named_children(list) {
-            let Some(t) = p.child_by_field_name("type") else {
-                continue;
-            };
-            let ty = syntax::base_type(self.src, t);
-            for n in syntax::field_children(p, "name") {
-                self.locals.insert(self.src.text(n).to_string(), ty.clone());
+        let mut position = 0;
+        for p in named_children(list).filter(|p| p.kind().ends_with("parameter_declaration")) {
+            let names = syntax::field_children(p, "name");
+            let ty = p
+                .child_by_field_name("type")
+                .map(|t| syntax::base_type(self.src, t));
+            // An unnamed parameter (`func(string)`) still takes its place.
+            position += names.len().max(1);
+            for (i, n) in names.iter().enumerate() {
+                let name = self.src.text(*n).to_string();
+                self.params.insert(name.clone(), position - names.len() + i);
+                if let Some(ty) = &ty {
+                    self.locals.insert(name, ty.clone());
+                }
             }
         }
     }
@@ -364,8 +374,10 @@ impl<'s, 't> Walk<'s, 't> {
             }
             self.f.api_calls.push(call);
         } else if let Some(callee) = self.callee(func) {
+            let args = args.iter().map(|a| self.text_of(*a)).collect();
             self.f.calls.push(Call {
                 callee,
+                args,
                 type_args: Vec::new(),
                 ctx: CallCtx {
                     path: if place.deletion {

@@ -89,8 +89,11 @@ impl Walk<'_, '_> {
                     }
                 }
                 "identifier" => {
-                    if let Some(t) = self.text_locals.get(self.src.text(x)) {
+                    let name = self.src.text(x);
+                    if let Some(t) = self.text_locals.get(name) {
                         sources.extend(t.sources.iter().cloned());
+                    } else if let Some(i) = self.params.get(name) {
+                        sources.push(TextSource::Param(*i));
                     }
                 }
                 _ => {}

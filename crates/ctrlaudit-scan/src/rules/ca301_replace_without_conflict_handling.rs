@@ -75,10 +75,14 @@ fn racing_writers(cx: &Ctx<'_>) -> BTreeMap<String, Vec<String>> {
             let (Some(fns), Some(run)) = (cx.unit.reach_of(fi, c), c.run.as_ref()) else {
                 continue;
             };
-            let who = match (&c.kind, &run.reconcile) {
-                (Some(k), _) => format!("the `{k}` controller"),
-                (None, Some(r)) => format!("`{r}`"),
-                (None, None) => continue,
+            // Whose reconcile it runs must be known (`WidgetReconciler::Reconcile`): by its bare name, every
+            // reconciler's writes would look like this one's.
+            let Some(reconcile) = run.reconcile.as_ref().filter(|r| r.contains("::")) else {
+                continue;
+            };
+            let who = match &c.kind {
+                Some(k) => format!("the `{k}` controller"),
+                None => format!("`{reconcile}`"),
             };
             if let Some(k) = &c.kind {
                 reconciled.insert(k.clone());

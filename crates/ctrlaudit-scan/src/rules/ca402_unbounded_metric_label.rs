@@ -3,7 +3,8 @@
 
 use super::{Ctx, finding};
 use crate::finding::Finding;
-use crate::sema::TextExpr;
+use crate::sema::{LabelValue, TextExpr};
+use crate::unit::FnId;
 
 /// Text that grows with the number of objects, namespaces or distinct errors: an object's identity, an error's
 /// message, or a Debug text (of anything but an enum the function matches on, see `LabelValue::formats_enum`).
@@ -18,18 +19,15 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
             if l.formats_enum {
                 continue;
             }
-            let helper = if is_unbounded(&l.value) || l.bound_to.as_ref().is_some_and(is_unbounded)
-            {
-                None
+            let via = if is_unbounded(&l.value) || l.bound_to.as_ref().is_some_and(is_unbounded) {
+                String::new()
+            } else if let Some((name, text)) = text_helper(cx, fi, &l.value) {
+                format!(", which is `{text}` (`{name}`)")
+            } else if let Some((caller, arg)) = passed_by_callers(cx, fi, l) {
+                format!(", which `{caller}` passes as `{arg}`")
             } else {
-                match text_helper(cx, fi, &l.value) {
-                    Some(h) => Some(h),
-                    None => continue,
-                }
+                continue;
             };
-            let via = helper
-                .map(|(name, text)| format!(", which is `{text}` (`{name}`)"))
-                .unwrap_or_default();
             // A series is created whichever path records it: the rule's cost is per occurrence.
             let when = cx.when_at(fi, l.span.line);
             out.push(finding(
@@ -64,4 +62,52 @@ fn text_helper(cx: &Ctx<'_>, file: usize, value: &TextExpr) -> Option<(String, S
         is_unbounded(returned)
     };
     unbounded.then(|| (f.name.clone(), returned.display.clone()))
+}
+
+/// A label value made of the function's parameters (`WithLabelValues(ns)` in `IncCreated(ns string)`), which a
+/// caller fills with an object's identity or an error's text (`IncCreated(job.Namespace)`): that caller and
+/// what it passes. Followed up to three callers up (a helper of a helper).
+fn passed_by_callers(cx: &Ctx<'_>, file: usize, l: &LabelValue) -> Option<(String, String)> {
+    let params: Vec<usize> = l
+        .value
+        .params()
+        .chain(l.bound_to.iter().flat_map(TextExpr::params))
+        .collect();
+    let owners = cx.unit.files[file]
+        .fns
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.name == l.in_fn)
+        .map(|(i, _)| (file, i));
+    owners
+        .into_iter()
+        .find_map(|id| params.iter().find_map(|p| unbounded_argument(cx, id, *p, 3)))
+}
+
+/// A call of `id` whose argument at `param` is unbounded text: the caller's name and the argument.
+fn unbounded_argument(cx: &Ctx<'_>, id: FnId, param: usize, depth: u8) -> Option<(String, String)> {
+    if depth == 0 {
+        return None;
+    }
+    for caller in cx.unit.callers(id) {
+        let f = cx.unit.func(caller);
+        for call in &f.calls {
+            let Some(arg) = call.args.get(param) else {
+                continue;
+            };
+            if !cx.unit.resolve_callee(&call.callee, caller.0).contains(&id) {
+                continue;
+            }
+            if is_unbounded(arg) {
+                return Some((f.name.clone(), arg.display.clone()));
+            }
+            if let Some(found) = arg
+                .params()
+                .find_map(|p| unbounded_argument(cx, caller, p, depth - 1))
+            {
+                return Some(found);
+            }
+        }
+    }
+    None
 }

@@ -199,6 +199,9 @@ pub struct Call {
     /// The types a turbofish names, by last path segment: `ARecord` of `run::<ARecord>(..)`.
     pub type_args: Vec<String>,
     pub ctx: CallCtx,
+    /// What each argument's text is made of, where the front end reads it (Go); empty otherwise. A callee's
+    /// [`TextSource::Param`] is judged by it.
+    pub args: Vec<TextExpr>,
 }
 
 /// Which path through its function a call is on.

@@ -236,6 +236,9 @@ pub enum TextSource {
     ErrorText,
     /// A value's Debug text (`{:?}`); `of_self` when it is the receiver's own (`{self:?}`).
     Debug { of_self: bool },
+    /// The function's parameter at this position (the receiver not counted): what it carries is what the
+    /// function's callers pass (see [`crate::sema::Call::args`]).
+    Param(usize),
 }
 
 /// A text value: a metric label's value, or what a function returns as text.
@@ -258,6 +261,14 @@ impl TextExpr {
         self.sources
             .iter()
             .any(|s| matches!(s, TextSource::ObjectIdentity | TextSource::ErrorText))
+    }
+
+    /// The positions of the function's parameters it is made of.
+    pub fn params(&self) -> impl Iterator<Item = usize> + '_ {
+        self.sources.iter().filter_map(|s| match s {
+            TextSource::Param(i) => Some(*i),
+            _ => None,
+        })
     }
 
     pub fn has_debug(&self) -> bool {

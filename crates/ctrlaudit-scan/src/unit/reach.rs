@@ -232,6 +232,7 @@ mod tests {
         let mut c = Call {
             callee: crate::sema::Callee::Path("f".into()),
             type_args: Vec::new(),
+            args: Vec::new(),
             ctx: Default::default(),
         };
         c.ctx.phase_arm = v(&["Mode::Strict"]);
