@@ -87,7 +87,10 @@ pub fn analyze(name: &str, text: &str) -> Result<FileModel, GoError> {
                 prev_comments.push(item);
                 continue;
             }
-            "type_declaration" => model.crds.extend(crd_decls(&src, item, &prev_comments)),
+            "type_declaration" => {
+                model.crds.extend(crd_decls(&src, item, &prev_comments));
+                model.interfaces.extend(interfaces(&src, item));
+            }
             "const_declaration" | "var_declaration" => consts(&src, &imports, item, &mut model),
             "function_declaration" | "method_declaration" => {
                 let f = body::function(&src, &imports, item, &mut model);
@@ -187,6 +190,25 @@ fn default_package_name(path: &str) -> String {
 /// The kinds a type declaration declares, from the kubebuilder markers in the comments right above it:
 /// `+kubebuilder:object:root=true` makes it a kind, `+kubebuilder:subresource:status` gives it the status
 /// subresource.
+/// The interfaces a type declaration declares, with their own methods (embedded interfaces are not expanded).
+fn interfaces(src: &Src<'_>, decl: Node<'_>) -> Vec<crate::sema::InterfaceDecl> {
+    named_children(decl)
+        .filter(|s| s.kind() == "type_spec")
+        .filter_map(|spec| {
+            let name = src.text(spec.child_by_field_name("name")?).to_string();
+            let body = spec
+                .child_by_field_name("type")
+                .filter(|t| t.kind() == "interface_type")?;
+            let methods: Vec<String> = named_children(body)
+                .filter(|m| matches!(m.kind(), "method_elem" | "method_spec"))
+                .filter_map(|m| m.child_by_field_name("name"))
+                .map(|n| src.text(n).to_string())
+                .collect();
+            (!methods.is_empty()).then_some(crate::sema::InterfaceDecl { name, methods })
+        })
+        .collect()
+}
+
 fn crd_decls(src: &Src<'_>, decl: Node<'_>, comments: &[Node<'_>]) -> Vec<CrdDecl> {
     let markers: Vec<&str> = comments.iter().map(|c| src.text(*c)).collect();
     let marked = |m: &str| {

@@ -47,6 +47,16 @@ pub struct FileModel {
     pub metric_label_values: Vec<LabelValue>,
     /// `loop`/`while` bodies that sleep (or wait on an interval tick), and the API calls in them.
     pub sleeping_loops: Vec<SleepingLoop>,
+    /// Method sets declared by name (a Go `interface`): a call through one may run any type's method that has
+    /// them all.
+    pub interfaces: Vec<InterfaceDecl>,
+}
+
+/// `type Exposer interface { Expose(..) error; Cleanup(..) }`: its name and its methods' names.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InterfaceDecl {
+    pub name: String,
+    pub methods: Vec<String>,
 }
 
 /// One `watcher(api, cfg)` stream.

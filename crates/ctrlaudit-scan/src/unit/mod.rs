@@ -14,6 +14,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// See [`Unit::resolve_method`].
 const MAX_METHOD_TARGETS: usize = 2;
+/// How many implementations of one interface a call through it is followed to (see `Unit::one_interface`).
+const MAX_IMPLEMENTATIONS: usize = 12;
 
 /// Built-in kinds whose API has a status subresource (status written through the main resource is dropped).
 pub const BUILTIN_WITH_STATUS: &[&str] = &[
@@ -375,8 +377,39 @@ impl<'m> Unit<'m> {
             .map(|all| self.prefer_crate(all.clone()))
         {
             Some(all) if all.len() <= MAX_METHOD_TARGETS => all,
+            Some(all) if all.len() <= MAX_IMPLEMENTATIONS && self.one_interface(name, &all) => all,
             _ => Vec::new(),
         }
+    }
+
+    /// Are `targets` (the methods called `name`) the implementations of one interface the unit declares with
+    /// that method: does each one's type have every method of the interface? Then a call of `name` is that
+    /// interface's dispatch, and any of them may run; a name shared by unrelated types says too little.
+    fn one_interface(&self, name: &str, targets: &[FnId]) -> bool {
+        let methods_of = |t: &str| -> HashSet<&str> {
+            self.files
+                .iter()
+                .flat_map(|f| f.fns.iter())
+                .filter(|f| f.self_ty.as_deref() == Some(t))
+                .map(|f| f.name.as_str())
+                .collect()
+        };
+        let types: Vec<HashSet<&str>> = targets
+            .iter()
+            .filter_map(|id| self.func(*id).self_ty.as_deref())
+            .map(methods_of)
+            .collect();
+        types.len() == targets.len()
+            && self
+                .files
+                .iter()
+                .flat_map(|f| f.interfaces.iter())
+                .filter(|i| i.methods.len() > 1 && i.methods.iter().any(|m| m == name))
+                .any(|i| {
+                    types
+                        .iter()
+                        .all(|t| i.methods.iter().all(|m| t.contains(m.as_str())))
+                })
     }
 
     /// Does `kind` have the status subresource? `None` when the unit does not say.
