@@ -67,6 +67,9 @@ pub struct Unit<'m> {
     by_name: HashMap<&'m str, Vec<FnId>>,
     /// Functions of `impl` blocks by name: where a method call on a non-`self` receiver may land.
     by_method: HashMap<&'m str, Vec<FnId>>,
+    /// Method names whose many definitions are the implementations of one interface (see
+    /// [`Self::one_interface`]): computed once, as every call resolution asks.
+    dispatched: HashSet<&'m str>,
     /// Every file's consts, for durations that name a const of another file.
     consts: HashMap<String, f64>,
     /// Calls of dependencies' thin wrappers, read as the API call each wraps (see [`Self::api_calls`]).
@@ -123,6 +126,7 @@ impl<'m> Unit<'m> {
             config,
             by_name,
             by_method,
+            dispatched: HashSet::new(),
             consts,
             wrapped: HashMap::new(),
             wrapped_local: HashMap::new(),
@@ -131,6 +135,7 @@ impl<'m> Unit<'m> {
             dead_fns: HashSet::new(),
             dependencies,
         };
+        unit.dispatched = unit.interface_dispatch();
         unit.dead_variants = unit.dispatched_away();
         unit.dead_fns = unit.only_called_from_dead_arms();
         unit.confirmed = unit.confirmed_calls();
@@ -377,39 +382,54 @@ impl<'m> Unit<'m> {
             .map(|all| self.prefer_crate(all.clone()))
         {
             Some(all) if all.len() <= MAX_METHOD_TARGETS => all,
-            Some(all) if all.len() <= MAX_IMPLEMENTATIONS && self.one_interface(name, &all) => all,
+            Some(all) if self.dispatched.contains(name) => all,
             _ => Vec::new(),
         }
     }
 
-    /// Are `targets` (the methods called `name`) the implementations of one interface the unit declares with
-    /// that method: does each one's type have every method of the interface? Then a call of `name` is that
-    /// interface's dispatch, and any of them may run; a name shared by unrelated types says too little.
-    fn one_interface(&self, name: &str, targets: &[FnId]) -> bool {
-        let methods_of = |t: &str| -> HashSet<&str> {
-            self.files
-                .iter()
-                .flat_map(|f| f.fns.iter())
-                .filter(|f| f.self_ty.as_deref() == Some(t))
-                .map(|f| f.name.as_str())
-                .collect()
-        };
-        let types: Vec<HashSet<&str>> = targets
+    /// The method names defined on more types than a bare name is followed to, whose definitions are the
+    /// implementations of one interface the unit declares with that method (each one's type has every method of
+    /// the interface): a call of such a name is that interface's dispatch, and any of them may run. A name shared
+    /// by unrelated types (`Get`, `String`) says too little.
+    fn interface_dispatch(&self) -> HashSet<&'m str> {
+        let interfaces: Vec<&crate::sema::InterfaceDecl> = self
+            .files
             .iter()
-            .filter_map(|id| self.func(*id).self_ty.as_deref())
-            .map(methods_of)
+            .flat_map(|f| f.interfaces.iter())
+            .filter(|i| i.methods.len() > 1)
             .collect();
-        types.len() == targets.len()
-            && self
-                .files
+        if interfaces.is_empty() {
+            return HashSet::new();
+        }
+        let mut methods_of: HashMap<&str, HashSet<&str>> = HashMap::new();
+        for f in self.files.iter().flat_map(|f| f.fns.iter()) {
+            if let Some(t) = f.self_ty.as_deref() {
+                methods_of.entry(t).or_default().insert(f.name.as_str());
+            }
+        }
+        let mut out = HashSet::new();
+        for (name, targets) in &self.by_method {
+            let n = targets.len();
+            if n <= MAX_METHOD_TARGETS || n > MAX_IMPLEMENTATIONS {
+                continue;
+            }
+            let types: Vec<&HashSet<&str>> = targets
                 .iter()
-                .flat_map(|f| f.interfaces.iter())
-                .filter(|i| i.methods.len() > 1 && i.methods.iter().any(|m| m == name))
-                .any(|i| {
-                    types
-                        .iter()
-                        .all(|t| i.methods.iter().all(|m| t.contains(m.as_str())))
-                })
+                .filter_map(|id| self.func(*id).self_ty.as_deref())
+                .filter_map(|t| methods_of.get(t))
+                .collect();
+            let implemented = types.len() == n
+                && interfaces.iter().any(|i| {
+                    i.methods.iter().any(|m| m == name)
+                        && types
+                            .iter()
+                            .all(|t| i.methods.iter().all(|m| t.contains(m.as_str())))
+                });
+            if implemented {
+                out.insert(*name);
+            }
+        }
+        out
     }
 
     /// Does `kind` have the status subresource? `None` when the unit does not say.
