@@ -100,7 +100,41 @@ pub fn analyze(name: &str, text: &str) -> Result<FileModel, GoError> {
         }
         prev_comments.clear();
     }
+    watches_in_helpers(&src, root, &mut model);
     Ok(model)
+}
+
+/// `c, _ := controller.New(..)` then `addWatch(mgr, c)`: a Controller whose watch of its own kind is added by a
+/// helper of the file that the building function calls and hands a `controller.Controller` to.
+fn watches_in_helpers(src: &Src<'_>, root: Node<'_>, model: &mut FileModel) {
+    if model.controllers.iter().all(|c| c.kind.is_some()) {
+        return;
+    }
+    let helpers: Vec<Node> = named_children(root)
+        .filter(|d| d.kind() == "function_declaration")
+        .filter(|d| {
+            d.child_by_field_name("parameters")
+                .is_some_and(|p| src.text(p).contains("Controller"))
+        })
+        .collect();
+    for c in model.controllers.iter_mut().filter(|c| c.kind.is_none()) {
+        let Some(builder) = model.fns.iter().find(|f| f.name == c.in_fn) else {
+            continue;
+        };
+        for h in &helpers {
+            let name = h.child_by_field_name("name").map(|n| src.text(n));
+            let called = builder
+                .calls
+                .iter()
+                .any(|call| Some(call.callee.name()) == name);
+            if let (true, Some(body)) = (called, h.child_by_field_name("body")) {
+                controllers::watched_kind(src, body, c);
+                if c.kind.is_some() {
+                    break;
+                }
+            }
+        }
+    }
 }
 
 /// The package an import path names by default: its last element (`sigs.k8s.io/controller-runtime` is
