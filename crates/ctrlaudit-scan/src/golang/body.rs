@@ -429,20 +429,17 @@ impl<'s, 't> Walk<'s, 't> {
             in_retry: place.in_retry || retry,
             ..place.clone()
         };
-        let writes_before = self.writes();
+        let calls_before = self.f.api_calls.len();
         for a in args {
             self.expr(a, &inner);
         }
         if let Some(i) = resolved
-            && self.writes() > writes_before
+            && self.f.api_calls[calls_before..]
+                .iter()
+                .any(|c| c.is_write())
         {
             self.f.resolved_calls[i].repeats_write = true;
         }
-    }
-
-    /// How many API writes the function has made so far.
-    fn writes(&self) -> usize {
-        self.f.api_calls.iter().filter(|c| c.is_write()).count()
     }
 
     /// A call of the module's own code, as the crate join resolves it; `None` for the standard library,

@@ -88,7 +88,12 @@ impl Walk<'_, '_> {
         let recv_text = self.src.text(recv).to_ascii_lowercase();
         let cached =
             m.is_read() && !recv_text.contains("apireader") && !recv_text.contains("uncached");
-        Some(self.typed_call(func, m, kind, body_has_status, ssa, cached, place))
+        Some(ApiCall {
+            body_has_status,
+            server_side_apply: ssa,
+            cached,
+            ..self.typed_call(func, m, kind, place)
+        })
     }
 
     /// A client-go typed clientset call: `cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})`,
@@ -152,25 +157,27 @@ impl Walk<'_, '_> {
                 .and_then(|o| root_ident(self.src, *o))
                 .is_some_and(|v| self.status_set.contains(v));
         let ssa = method.starts_with("Apply");
-        Some(self.typed_call(func, m, kind, body_has_status, ssa, false, place))
+        Some(ApiCall {
+            body_has_status,
+            server_side_apply: ssa,
+            ..self.typed_call(func, m, kind, place)
+        })
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// A call of `method` at `func`, placed where the walk is: no status in its body, not server-side apply,
+    /// not cached, until the caller says otherwise.
     fn typed_call(
         &self,
         func: Node<'_>,
         method: ApiMethod,
         kind: Option<String>,
-        body_has_status: bool,
-        server_side_apply: bool,
-        cached: bool,
         place: &Place,
     ) -> ApiCall {
         ApiCall {
             method,
             span: self.src.span(func),
             kind,
-            body_has_status,
+            body_has_status: false,
             awaited_in_iteration: false,
             in_retry: place.in_retry,
             propagated: false,
@@ -181,8 +188,8 @@ impl Walk<'_, '_> {
             guard: place.guard.clone(),
             then_writes_on_branch: false,
             leaves_phase: false,
-            server_side_apply,
-            cached,
+            server_side_apply: false,
+            cached: false,
             text: self.src.compact(func, 80),
             via_producer: None,
         }

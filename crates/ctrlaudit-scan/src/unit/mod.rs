@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// See [`Unit::resolve_method`].
 const MAX_METHOD_TARGETS: usize = 2;
-/// How many implementations of one interface a call through it is followed to (see `Unit::one_interface`).
+/// How many implementations of one interface a call through it is followed to (see `Unit::interface_dispatch`).
 const MAX_IMPLEMENTATIONS: usize = 12;
 
 /// Built-in kinds whose API has a status subresource (status written through the main resource is dropped).
@@ -68,7 +68,7 @@ pub struct Unit<'m> {
     /// Functions of `impl` blocks by name: where a method call on a non-`self` receiver may land.
     by_method: HashMap<&'m str, Vec<FnId>>,
     /// Method names whose many definitions are the implementations of one interface (see
-    /// [`Self::one_interface`]): computed once, as every call resolution asks.
+    /// [`Self::interface_dispatch`]): computed once, as every call resolution asks.
     dispatched: HashSet<&'m str>,
     /// Every file's consts, for durations that name a const of another file.
     consts: HashMap<String, f64>,
