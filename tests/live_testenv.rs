@@ -343,7 +343,7 @@ async fn live_names_the_annotation_loop() {
     for code in ["CA202", "CA201"] {
         let named = o.findings.iter().any(|f| {
             f.code == code
-                && matches!(&f.subject, Subject::Controller { manager, user, user_agent }
+                && matches!(&f.subject, Subject::Controller { manager, user, user_agent, .. }
                     if manager.as_deref() == Some(manager_name.as_str())
                         && user.as_deref() == Some(common::ADMIN_USER)
                         && user_agent.as_deref().is_some_and(|u| u.starts_with(manager_name.as_str())))

@@ -81,6 +81,7 @@ fn controller_finding() -> Finding {
             manager: Some("widget-controller".into()),
             user: Some("system:serviceaccount:ops:widget".into()),
             user_agent: None,
+            actor: None,
         },
         evidence: vec![Evidence::Sample {
             metric: "apiserver_request_total".into(),

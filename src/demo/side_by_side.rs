@@ -209,6 +209,7 @@ mod tests {
             manager: manager.map(str::to_string),
             user: None,
             user_agent: ua.map(str::to_string),
+            actor: None,
         }
     }
 

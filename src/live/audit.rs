@@ -4,7 +4,9 @@
 //! (custom resources, usually) the bodies show whether `status` was sent to the main resource and dropped, and
 //! which annotation keys a write set to which values.
 
-use crate::live::snapshot::{AuditGroup, AuditObject, AuditSummary, FieldChurn, Identity};
+use crate::live::snapshot::{
+    AuditClient, AuditGroup, AuditObject, AuditSummary, FieldChurn, Identity,
+};
 use crate::live::tracker::parse_time_ms;
 use crate::live::volatile::looks_volatile;
 use crate::report::Note;
@@ -41,6 +43,8 @@ pub struct AuditFolder {
     objects: BTreeMap<(Identity, ObjectKey), AuditObject>,
     /// Per object: the last generation and annotation values the server answered with.
     state: HashMap<ObjectKey, ObjectState>,
+    /// Per client: its traffic's shape, and the slots it was active in (bounded, see [`AuditClient::MAX_SLOTS`]).
+    clients: BTreeMap<Identity, (AuditClient, HashSet<i64>)>,
     /// Keep only events whose time is in this range (ms).
     within: Option<(i64, i64)>,
 }
@@ -88,10 +92,69 @@ impl AuditFolder {
             self.malformed += 1;
             return;
         }
+        if ev["stage"] == "ResponseStarted" && ev["verb"] == "watch" {
+            // A controller's watch is still open when the window ends: its start is the sign it watches.
+            self.watch_started(&ev);
+        }
         if ev["stage"] != "ResponseComplete" {
             return;
         }
         self.event(&ev);
+    }
+
+    /// The client who sent `ev` (user and user agent), if `ev` is in the namespace and time kept.
+    fn client_of(&self, ev: &Value) -> Option<(Identity, Option<i64>)> {
+        let namespace = ev["objectRef"]["namespace"].as_str();
+        if let Some(want) = &self.namespace
+            && namespace != Some(want.as_str())
+        {
+            return None;
+        }
+        let t = event_time(ev);
+        if let (Some((a, b)), Some(t)) = (self.within, t)
+            && (t < a || t > b)
+        {
+            return None;
+        }
+        let s = |v: &Value| v.as_str().unwrap_or("").to_string();
+        Some((
+            Identity {
+                user: s(&ev["user"]["username"]),
+                user_agent: s(&ev["userAgent"]),
+                manager: None,
+            },
+            t,
+        ))
+    }
+
+    fn watch_started(&mut self, ev: &Value) {
+        if let Some((id, t)) = self.client_of(ev) {
+            self.client(id, t).watched = true;
+        }
+    }
+
+    /// The record of client `id`, with `t` counted as a moment it was active.
+    fn client(&mut self, id: Identity, t: Option<i64>) -> &mut AuditClient {
+        let (c, slots) = self.clients.entry(id.clone()).or_insert_with(|| {
+            (
+                AuditClient {
+                    identity: id,
+                    first_ms: t.unwrap_or(0),
+                    last_ms: t.unwrap_or(0),
+                    ..AuditClient::default()
+                },
+                HashSet::new(),
+            )
+        });
+        if let Some(t) = t {
+            c.first_ms = c.first_ms.min(t);
+            c.last_ms = c.last_ms.max(t);
+            if slots.len() < AuditClient::MAX_SLOTS as usize {
+                slots.insert(t.div_euclid(AuditClient::SLOT_MS));
+            }
+            c.active_slots = slots.len() as u32;
+        }
+        c
     }
 
     fn event(&mut self, ev: &Value) {
@@ -108,11 +171,7 @@ impl AuditFolder {
         {
             return;
         }
-        let t = ev
-            .get("stageTimestamp")
-            .or_else(|| ev.get("requestReceivedTimestamp"))
-            .and_then(Value::as_str)
-            .and_then(parse_time_ms);
+        let t = event_time(ev);
         if let (Some((a, b)), Some(t)) = (self.within, t)
             && (t < a || t > b)
         {
@@ -124,6 +183,11 @@ impl AuditFolder {
             self.last_ms = Some(self.last_ms.map_or(t, |l| l.max(t)));
         }
         let verb = s(&ev["verb"]);
+        if let Some((client, t)) = self.client_of(ev) {
+            let c = self.client(client, t);
+            c.requests += 1;
+            c.watched |= verb == "watch";
+        }
         let group = s(&obj_ref["apiGroup"]);
         let resource = s(&obj_ref["resource"]);
         let subresource = s(&obj_ref["subresource"]);
@@ -190,6 +254,7 @@ impl AuditFolder {
             )
         });
         g.count += 1;
+        g.with_body += u64::from(main_write && req.is_some());
         g.status_in_body += u64::from(status_in_body);
         g.status_dropped += u64::from(status_dropped);
         if !name.is_empty() {
@@ -296,11 +361,20 @@ impl AuditFolder {
                 })
                 .collect(),
             objects: self.objects.into_values().collect(),
+            clients: self.clients.into_values().map(|(c, _)| c).collect(),
         }
     }
 }
 
 /// The `fieldManager` query parameter of a request URI, percent-decoded.
+/// When the API server answered (or, failing that, received) an event's request.
+fn event_time(ev: &Value) -> Option<i64> {
+    ev.get("stageTimestamp")
+        .or_else(|| ev.get("requestReceivedTimestamp"))
+        .and_then(Value::as_str)
+        .and_then(parse_time_ms)
+}
+
 fn field_manager(uri: &str) -> Option<String> {
     let query = uri.split_once('?')?.1;
     let raw = query

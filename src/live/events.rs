@@ -158,6 +158,7 @@ mod tests {
                 manager: Some("looper".into()),
                 user: None,
                 user_agent: None,
+                actor: None,
             },
             evidence: Vec::new(),
             help: String::new(),

@@ -119,6 +119,7 @@ pub fn apply(snapshot: &Snapshot, live: &LiveConfig, findings: &mut Vec<Finding>
             manager,
             user,
             user_agent,
+            ..
         } = &f.subject
             && [manager, user, user_agent]
                 .into_iter()
@@ -309,6 +310,7 @@ mod tests {
             manager: Some(manager.into()),
             user: None,
             user_agent: Some(format!("{manager}/1.0")),
+            actor: None,
         }
     }
 

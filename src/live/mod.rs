@@ -1,6 +1,7 @@
 //! `kubectl ctrlaudit live`: watch a namespace (or all) for a window and report controller anti-patterns with
 //! evidence. `collect` does all I/O and yields a [`snapshot::Snapshot`]; `detectors` are pure functions of it.
 
+pub mod actor;
 pub mod audit;
 pub mod collect;
 pub mod detectors;
@@ -233,8 +234,10 @@ pub async fn observe(
     if let Some(dir) = &a.record {
         record::write(dir, &snapshot, &findings)?;
     }
-    // After the recording: a replay of it applies the exclusions again and says so itself.
+    // After the recording: a replay of it applies the exclusions again and says so itself, and classifies the
+    // actors again.
     snapshot.notes.extend(excluded);
+    snapshot.notes.extend(actor::Actors::of(&snapshot).note());
     Ok(Observed { snapshot, findings })
 }
 

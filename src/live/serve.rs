@@ -62,13 +62,18 @@ impl WindowReport {
                             manager,
                             user,
                             user_agent,
+                            ..
                         } => (
                             manager
                                 .clone()
                                 .or_else(|| user.clone())
                                 .or_else(|| user_agent.clone())
                                 .unwrap_or_default(),
-                            String::new(),
+                            // The kind a controller's finding is about: that of the objects it is seen on.
+                            f.objects
+                                .first()
+                                .map(|o| crate::finding::group_kind(&o.group, &o.kind))
+                                .unwrap_or_default(),
                         ),
                         s => (String::new(), s.type_label().unwrap_or_default()),
                     };

@@ -237,6 +237,10 @@ pub struct FieldHandover {
     /// Handovers after which the field held a value that its new owner had already set before: the field is
     /// being flipped back, not handed on.
     pub reverts: u32,
+    /// Reverts over a different value (A sets x, B sets y, A sets x again): a fight. Co-owners that all apply the
+    /// same value revert without flipping. `None` in recordings made before it existed (then reverts stand in).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flips: Option<u32>,
 }
 
 /// Writes attributed to one manager, by main resource or `/status`.
@@ -502,6 +506,38 @@ pub struct AuditSummary {
     pub groups: Vec<AuditGroup>,
     /// Writes per identity and object.
     pub objects: Vec<AuditObject>,
+    /// Per client (user and user agent): when it was active and whether it watched, for the actor model
+    /// (`live::actor`). Omitted when empty, so recordings made before it existed read the same.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub clients: Vec<AuditClient>,
+}
+
+/// The shape of one client's traffic in an audit log: a controller holds watches and comes back again and again,
+/// a person or a deploy job sends a burst and is gone.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AuditClient {
+    /// User and user agent (no field manager).
+    pub identity: Identity,
+    /// Completed requests (a watch counts when it ends).
+    pub requests: u64,
+    /// It opened at least one watch (seen when the watch started, or ended, within the window).
+    pub watched: bool,
+    pub first_ms: i64,
+    pub last_ms: i64,
+    /// Distinct [`AuditClient::SLOT_MS`] slots in which it sent requests, counted up to
+    /// [`AuditClient::MAX_SLOTS`].
+    pub active_slots: u32,
+}
+
+impl AuditClient {
+    pub const SLOT_MS: i64 = 10_000;
+    pub const MAX_SLOTS: u32 = 10_000;
+
+    /// Seconds from its first request to its last.
+    pub fn span_secs(&self) -> f64 {
+        (self.last_ms - self.first_ms).max(0) as f64 / 1000.0
+    }
 }
 
 impl AuditSummary {
@@ -548,6 +584,10 @@ pub struct AuditGroup {
     pub namespace: Option<String>,
     pub code: u16,
     pub count: u64,
+    /// Writes to the main resource whose request body the log holds (a `RequestResponse` or `Request` policy).
+    /// Omitted when zero, so recordings made before it existed read the same.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub with_body: u64,
     /// Writes to the main resource whose request body carried a non-empty `status`.
     pub status_in_body: u64,
     /// ... and whose response came back without it: the API server dropped it.

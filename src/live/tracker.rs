@@ -86,6 +86,8 @@ struct Owned {
     owner: Arc<str>,
     handovers: u32,
     reverts: u32,
+    /// Reverts that changed the field's value: the new owner put back its own value over a different one.
+    flips: u32,
     /// Each owner so far and the value (hashed) it last left the field at, in the order they first owned it.
     owners: Vec<(Arc<str>, u64)>,
 }
@@ -453,6 +455,7 @@ impl Shared {
                     owners: o.owners.iter().map(|(m, _)| m.to_string()).collect(),
                     handovers: o.handovers,
                     reverts: o.reverts,
+                    flips: Some(o.flips),
                 })
                 .collect(),
         }
@@ -679,6 +682,9 @@ fn follow_owners(
                         o.handovers += 1;
                         if o.owners.iter().any(|(m, v)| *m == manager && *v == value) {
                             o.reverts += 1;
+                            // Co-owners applying one value hand it around without a fight.
+                            let held = o.owners.iter().find(|(m, _)| *m == o.owner).map(|x| x.1);
+                            o.flips += u32::from(held != Some(value));
                         }
                         o.owner = manager.clone();
                     }
@@ -696,6 +702,7 @@ fn follow_owners(
                         owner: manager.clone(),
                         handovers: 0,
                         reverts: 0,
+                        flips: 0,
                         owners: vec![(manager.clone(), value)],
                     };
                     if owned.len() < MAX_OWNED {
@@ -1163,8 +1170,32 @@ mod tests {
         let h = &r.handovers[0];
         assert_eq!(h.field, "spec.count");
         // The first write only shows who owns it now; the three after it each hand it over.
-        assert_eq!((h.handovers, h.reverts), (3, 2), "{h:?}");
+        assert_eq!((h.handovers, h.reverts, h.flips), (3, 2, Some(2)), "{h:?}");
         assert_eq!(h.owners, vec!["scaler".to_string(), "operator".to_string()]);
+    }
+
+    /// Three managers applying the same `spec.count` hand the field around with every apply, and each puts back
+    /// the value it set before: reverts, but no flip, since the value never changes.
+    #[test]
+    fn co_owners_of_one_value_hand_it_around_without_flips() {
+        let mut t = TypeTracker::new("g", "Widget", "widgets");
+        t.handle(0, WatchEvent::Init);
+        t.handle(
+            0,
+            WatchEvent::InitApply(&fought(1, 1, "a", "2026-01-01T00:00:01Z")),
+        );
+        t.handle(0, WatchEvent::InitDone);
+        for (i, owner) in ["b", "c", "a", "b", "c", "a"].into_iter().enumerate() {
+            let rv = i as u32 + 2;
+            let stamp = format!("2026-01-01T00:00:0{rv}Z");
+            t.handle(
+                i64::from(rv) * 1000,
+                WatchEvent::Apply(&fought(rv, 1, owner, &stamp)),
+            );
+        }
+        let h = &t.records()[0].handovers[0];
+        assert!(h.handovers >= 3 && h.reverts >= 1, "{h:?}");
+        assert_eq!(h.flips, Some(0), "{h:?}");
     }
 
     #[test]

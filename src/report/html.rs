@@ -366,6 +366,7 @@ mod tests {
                 manager: Some("widget-operator".into()),
                 user: None,
                 user_agent: None,
+                actor: None,
             },
             evidence: vec![Evidence::Value {
                 name: "writes".into(),

@@ -382,6 +382,7 @@ fn logical(subject: &Subject) -> LogicalLocation {
             manager,
             user,
             user_agent,
+            ..
         } => {
             let name = manager
                 .as_deref()

@@ -251,6 +251,7 @@ mod tests {
                 manager: None,
                 user: None,
                 user_agent: None,
+                actor: None,
             },
             evidence: Vec::new(),
             help: String::new(),

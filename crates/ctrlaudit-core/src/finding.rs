@@ -86,7 +86,46 @@ pub enum Subject {
         manager: Option<String>,
         user: Option<String>,
         user_agent: Option<String>,
+        /// What live took this writer or reader for, and why: only controllers are judged by the rules about
+        /// reconcile behaviour. Absent in scan and bench findings and in recordings made before it existed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        actor: Option<Actor>,
     },
+}
+
+/// Who is behind requests and writes that live observed, as classified from the user agent, the user, the field
+/// manager and the shape of the traffic (see `live::actor`).
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+pub struct Actor {
+    pub kind: ActorKind,
+    /// The evidence the kind rests on: `holds a watch`, `user agent kubectl/v1.34.12`.
+    pub why: String,
+}
+
+/// The kinds of actor a cluster has.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum ActorKind {
+    /// Long-lived, reconcile-shaped traffic: judged by every live rule.
+    Controller,
+    /// A person or a one-off client (kubectl, helm, a CI apply burst): it has no reconcile to judge.
+    Client,
+    /// kubectl-ctrlaudit itself.
+    Tool,
+}
+
+impl ActorKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ActorKind::Controller => "controller",
+            ActorKind::Client => "client",
+            ActorKind::Tool => "tool",
+        }
+    }
 }
 
 impl Subject {
@@ -127,6 +166,7 @@ impl Subject {
                 manager,
                 user,
                 user_agent,
+                ..
             } => {
                 let mut parts = Vec::new();
                 if let Some(m) = manager {

@@ -1,10 +1,12 @@
 //! CA101 live: status sent through the main resource of a type with the status subresource, which the API
-//! server accepts with 200 and drops. Seen as: no object of the type has a status and nobody ever wrote
-//! `/status`, while the main resource is being written (managedFields, API server metrics); or, exactly, as
-//! audit events whose request carried a `status` that the response does not have. Without the audit log or the
-//! API server's counters (a managed cluster, a read-only identity) it is inferred, and says so: objects old
-//! enough to have been reconciled, none with a status, while the controller's metrics count successful reconciles
-//! or a field manager keeps writing the main resource. A type whose controller shows no sign of running is
+//! server accepts with 200 and drops. Exactly: audit events whose request carried a `status` that the response
+//! does not have (confirmed), or a main-resource managedFields entry that owns status fields of an object without
+//! a status (shown). Without either it is inferred, and says so, as a warning: objects old enough to have been
+//! reconciled, none with a status, nobody writing `/status`, while a controller's metrics count successful
+//! reconciles or a controller keeps writing the main resource. The API server's counters of writes that changed
+//! nothing corroborate but never decide: a write that sends only status and a write that changes nothing at all
+//! (a GitOps tool re-applying an identical manifest) look the same to them. An audit log whose bodies show writes
+//! of the type and none carrying `status` rules it out. A type whose controller shows no sign of running is
 //! CA102's business, not this rule's.
 
 use super::ca201_reconcile_without_generation_predicate::controllers;
@@ -14,6 +16,7 @@ use super::{
 };
 use crate::config::Config;
 use crate::finding::{Finding, Severity, Subject};
+use crate::live::actor::Actors;
 use crate::live::snapshot::{AuditGroup, ObjectRecord, Snapshot, SourceKind};
 use std::collections::BTreeMap;
 
@@ -34,7 +37,13 @@ struct Inference {
 /// The inferred case: every object older than [`GRACE_MS`], and the controller's metrics count at least one
 /// successful reconcile per object, or one field manager wrote the main resource of at least half of them twice
 /// during the window. `sole` says this is the only type that could be the metrics' controller's.
-fn infer(s: &Snapshot, cfg: &Config, objs: &[&ObjectRecord], sole: bool) -> Option<Inference> {
+fn infer(
+    s: &Snapshot,
+    cfg: &Config,
+    actors: &Actors,
+    objs: &[&ObjectRecord],
+    sole: bool,
+) -> Option<Inference> {
     let old_enough = objs.iter().all(|o| {
         o.created_ms
             .is_some_and(|c| s.window.end_ms - c >= GRACE_MS)
@@ -64,7 +73,7 @@ fn infer(s: &Snapshot, cfg: &Config, objs: &[&ObjectRecord], sole: bool) -> Opti
         return Some(Inference {
             why: format!(
                 "{who} counted {ok:.0} successful reconciles in the window; inferred from the objects and the \
-                 controller's metrics (no audit log or API server counters to confirm it)",
+                 controller's metrics",
             ),
             subject: Some(metrics_subject(src, c.as_deref())),
             evidence: vec![value("successful reconciles", ok, "reconciles")],
@@ -72,11 +81,9 @@ fn infer(s: &Snapshot, cfg: &Config, objs: &[&ObjectRecord], sole: bool) -> Opti
     }
     let mut rewriters: BTreeMap<&str, usize> = BTreeMap::new();
     for o in objs {
-        for w in o
-            .writers
-            .iter()
-            .filter(|w| w.subresource.is_empty() && w.writes >= 2)
-        {
+        for w in o.writers.iter().filter(|w| {
+            w.subresource.is_empty() && w.writes >= 2 && actors.is_controller_manager(&w.manager)
+        }) {
             *rewriters.entry(&*w.manager).or_default() += 1;
         }
     }
@@ -84,7 +91,7 @@ fn infer(s: &Snapshot, cfg: &Config, objs: &[&ObjectRecord], sole: bool) -> Opti
     (n * 2 >= objs.len()).then(|| Inference {
         why: format!(
             "field manager `{manager}` wrote the main resource of {n} of them at least twice in the window; \
-             inferred from the objects and their managedFields (no audit log or API server counters to confirm it)"
+             inferred from the objects and their managedFields"
         ),
         subject: Some(manager_subject(manager)),
         evidence: vec![value("objects rewritten", n as f64, "objects")],
@@ -93,16 +100,39 @@ fn infer(s: &Snapshot, cfg: &Config, objs: &[&ObjectRecord], sole: bool) -> Opti
 
 pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
     let mut out = Vec::new();
+    let actors = Actors::of(s);
 
     // Exact evidence from the audit log, per identity, resource and namespace.
     type Key = (String, String, Option<String>);
     let mut dropped: BTreeMap<Key, Vec<&AuditGroup>> = BTreeMap::new();
     if let Some(a) = &s.audit {
-        for g in a.groups.iter().filter(|g| g.status_dropped > 0) {
+        for g in a
+            .groups
+            .iter()
+            .filter(|g| g.status_dropped > 0 && actors.is_controller(&g.identity))
+        {
             dropped
                 .entry((g.group.clone(), g.resource.clone(), g.namespace.clone()))
                 .or_default()
                 .push(g);
+        }
+    }
+
+    // Per type and namespace, the audit log's main-resource writes of controllers: (with a request body and none
+    // carrying status, all of them).
+    let mut audit_bodies: BTreeMap<Key, (u64, u64)> = BTreeMap::new();
+    for g in s.audit.iter().flat_map(|a| &a.groups).filter(|g| {
+        matches!(g.verb.as_str(), "update" | "patch")
+            && g.subresource.is_empty()
+            && (200..300).contains(&g.code)
+            && actors.is_controller(&g.identity)
+    }) {
+        let e = audit_bodies
+            .entry((g.group.clone(), g.resource.clone(), g.namespace.clone()))
+            .or_default();
+        e.1 += g.count;
+        if g.status_in_body == 0 && g.with_body > 0 {
+            e.0 += g.with_body;
         }
     }
 
@@ -134,7 +164,7 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
                     .writers
                     .iter()
                     .any(|w| *w.manager == *m.manager && w.subresource.is_empty() && w.writes > 0);
-                if later || observed {
+                if (later || observed) && actors.is_controller_manager(&m.manager) {
                     *writers.entry(&*m.manager).or_default() += 1;
                 }
             }
@@ -153,8 +183,9 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
             (writes(""), writes("status"))
         });
         // A write that carries only a status changes nothing the watch can see (the server drops it, the
-        // object stays the same), so main-resource writes the API server counted but the watch never saw are
-        // the ones that sent only status. Counters are cluster-wide: the watched changes are subtracted.
+        // object stays the same), and neither does a write that changes nothing at all: the main-resource writes
+        // the API server counted but the watch never saw are one or the other. Counters are cluster-wide: the
+        // watched changes are subtracted.
         let seen: f64 = s
             .objects
             .iter()
@@ -162,18 +193,34 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
             .map(|o| f64::from(o.writes.main))
             .sum();
         let unseen = (main_writes - seen).max(0.0);
-        let metrics_say_so = unseen > 0.0 && unseen * 2.0 >= main_writes && status_writes == 0.0;
-        let audit = dropped.remove(&(
+        let counters_agree = unseen > 0.0 && unseen * 2.0 >= main_writes && status_writes == 0.0;
+        let key = (
             group.to_string(),
             plural.to_string(),
             ns.as_deref().map(str::to_string),
-        ));
-        // Managers that wrote the main resource once only name the subject: writing metadata while nobody
-        // writes status is not by itself a sign that status was sent.
-        let inferred = if metrics_say_so || audit.is_some() {
+        );
+        let audit = dropped.remove(&key);
+        // The audit log's bodies of main-resource writes of this type: if there are some and none carried a
+        // status, nothing was dropped.
+        let bodies = audit_bodies.get(&key).copied().unwrap_or_default();
+        if audit.is_none() && bodies.0 > 0 {
+            continue;
+        }
+        // The main resource's managedFields entries that own status fields, while the object has none.
+        let shown: Vec<(&str, &str)> = objs
+            .iter()
+            .flat_map(|o| {
+                o.managers
+                    .iter()
+                    .filter(|m| m.subresource.is_empty() && m.owns_status)
+                    .map(|m| (&*m.manager, o.name.as_str()))
+            })
+            .filter(|(m, _)| actors.is_controller_manager(m))
+            .collect();
+        let inferred = if audit.is_some() || !shown.is_empty() {
             None
         } else {
-            match infer(s, cfg, &objs, sole) {
+            match infer(s, cfg, &actors, &objs, sole) {
                 Some(i) => Some(i),
                 None => continue,
             }
@@ -205,23 +252,36 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
                     .join(", "),
             ));
         }
-        if metrics_say_so {
-            why.push(format!(
-                "the API server counted {main_writes:.0} successful PUT/PATCH of {plural} ({unseen:.0} of them changed \
-                 nothing the watch could see) and none of {plural}/status"
-            ));
-        }
         let dropped_n: u64 = audit.iter().flatten().map(|g| g.status_dropped).sum();
         if dropped_n > 0 {
             why.push(format!(
                 "the audit log shows {dropped_n} writes whose `status` the server dropped: confirmed by the audit log"
             ));
-        } else if metrics_say_so {
-            why.push("measured by the API server's request counters".to_string());
+        } else if let Some((manager, name)) = shown.first() {
+            why.push(format!(
+                "the main resource's managedFields entry of `{manager}` owns status fields of {} object{} (e.g. \
+                 {name}) that have no status: shown by managedFields",
+                shown.len(),
+                if shown.len() == 1 { "" } else { "s" },
+            ));
         }
         if let Some(i) = &inferred {
             why.push(i.why.clone());
         }
+        if counters_agree {
+            why.push(format!(
+                "the API server counted {main_writes:.0} successful PUT/PATCH of {plural}, {unseen:.0} of which changed \
+                 nothing the watch could see, and none of {plural}/status (status dropped, or writes that change \
+                 nothing: the counters cannot tell them apart)"
+            ));
+        }
+        why.push(match (&s.audit, bodies.1) {
+            (None, _) => "no audit log was read".to_string(),
+            (Some(_), 0) if dropped_n == 0 => {
+                format!("the audit log has no request bodies of {plural} writes to confirm it")
+            }
+            (Some(_), _) => format!("{} writes of the main resource in the audit log", bodies.1),
+        });
         let message = format!(
             "status of {} is written through the main resource and dropped: the type has the status subresource, \
              0 of {} objects have a status, nobody wrote /status; {}",
@@ -234,7 +294,7 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
             value("objects with status", 0.0, "objects"),
             window(s.window.secs()),
         ];
-        if metrics_say_so {
+        if counters_agree {
             ev.push(value("main-resource writes", main_writes, "requests"));
             ev.push(value(
                 "main-resource writes that changed nothing",

@@ -1,6 +1,8 @@
 //! CA201 live: a reconcile storm. Either the controller's own metrics show reconciles far above what spec
 //! changes explain, or a manager that writes an object's status also keeps rewriting the object with no spec
-//! change, so each of its writes comes back as the event that triggers its next reconcile.
+//! change, so each of its writes comes back as the event that triggers its next reconcile. Controllers only
+//! (`live::actor`), and each judged per object it reconciles: the objects of its kind or that it writes, not every
+//! object in scope (under `-A` a real storm would hide below the threshold).
 
 use super::{
     finding, manager_subject, metrics_subject, objects_by_type, value, watched_minutes,
@@ -8,7 +10,8 @@ use super::{
 };
 use crate::config::Config;
 use crate::finding::Finding;
-use crate::live::snapshot::{Identity, Snapshot, SourceKind};
+use crate::live::actor::Actors;
+use crate::live::snapshot::{Identity, ObjectRecord, Snapshot, SourceKind};
 use std::collections::BTreeMap;
 
 /// Reconciles per object beyond this multiple of (objects + spec changes) is a storm, not catch-up.
@@ -32,6 +35,7 @@ fn evidence(hits: &[(f64, u32)], rate: f64, secs: f64) -> Vec<crate::finding::Ev
 
 pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
     let limit = cfg.thresholds.churn_writes_per_object_per_min;
+    let actors = Actors::of(s);
     let mut out = Vec::new();
 
     // Audit identities by field manager, to add user and user agent to a manager's finding.
@@ -59,7 +63,9 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
                 )
                 .collect();
             for w in o.writers.iter().filter(|w| w.subresource.is_empty()) {
-                if !status_writers.contains(&w.manager.as_str()) {
+                if !status_writers.contains(&w.manager.as_str())
+                    || !actors.is_controller_manager(&w.manager)
+                {
                     continue;
                 }
                 // Writes of the main resource by this manager are at most the object's no-spec-change writes.
@@ -115,7 +121,7 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
             .map(|o| (o.identity.user.clone(), o.identity.user_agent.clone()))
             .collect();
         for o in &a.objects {
-            if o.no_spec_change < 2 {
+            if o.no_spec_change < 2 || !actors.is_controller(&o.identity) {
                 continue;
             }
             if o.identity
@@ -161,28 +167,25 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
         }
     }
 
-    // Controller metrics: reconciles far above objects + spec changes, and not polling.
-    let objects = s.objects.iter().filter(|o| !o.deleted).count() as f64;
-    if objects == 0.0 {
-        return out;
-    }
-    let spec_changes: f64 = s
-        .objects
-        .iter()
-        .map(|o| {
-            let created_in_window = o.created_ms.is_some_and(|c| c >= s.window.start_ms);
-            f64::from(o.writes.spec) + f64::from(u8::from(created_in_window))
-        })
-        .sum();
-    // A storm is made of writes: reconciles while no object changed at all are polling (CA203).
-    let no_spec_writes: u32 = s.objects.iter().map(|o| o.writes.no_spec_change).sum();
-    if no_spec_writes == 0 {
-        return out;
-    }
+    // Controller metrics: reconciles far above its objects + their spec changes, and not polling.
     let names = &cfg.metrics;
     for src in s.sources(SourceKind::Controller) {
         for controller in controllers(src, cfg) {
             let controller = controller.as_ref();
+            let (objs, whose) = reconciled_by(s, controller.map(String::as_str));
+            let objects = objs.len() as f64;
+            // A storm is made of writes: reconciles while no object changed at all are polling (CA203).
+            let no_spec_writes: u32 = objs.iter().map(|o| o.writes.no_spec_change).sum();
+            if objects == 0.0 || no_spec_writes == 0 {
+                continue;
+            }
+            let spec_changes: f64 = objs
+                .iter()
+                .map(|o| {
+                    let created_in_window = o.created_ms.is_some_and(|c| c >= s.window.start_ms);
+                    f64::from(o.writes.spec) + f64::from(u8::from(created_in_window))
+                })
+                .sum();
             let of = |x: &crate::live::snapshot::MetricSample| {
                 controller.is_none_or(|c| x.label(&names.controller_label) == c.as_str())
             };
@@ -199,9 +202,9 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
                 continue;
             }
             let message = format!(
-                "{} reconciled {total:.0} times in {secs:.0} s for {objects:.0} objects and {spec_changes:.0} spec \
-                 changes ({per_object_per_min:.1} reconciles per object per minute): reconciles are triggered by \
-                 writes that change no spec, i.e. there is no generation predicate",
+                "{} reconciled {total:.0} times in {secs:.0} s for {objects:.0} objects ({whose}) and \
+                 {spec_changes:.0} spec changes ({per_object_per_min:.1} reconciles per object per minute): \
+                 reconciles are triggered by writes that change no spec, i.e. there is no generation predicate",
                 controller.map_or_else(|| src.name.clone(), |c| format!("controller `{c}`")),
             );
             out.push(finding(
@@ -223,6 +226,54 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
         }
     }
     out
+}
+
+/// The live objects a controller reconciles, and how they were told apart: those of the kind it is named after
+/// (controller-runtime names a controller after its `For` kind), else those it writes under its name as field
+/// manager, else those of the one type watched, else every object in scope (said so).
+pub(crate) fn reconciled_by<'a>(
+    s: &'a Snapshot,
+    controller: Option<&str>,
+) -> (Vec<&'a ObjectRecord>, String) {
+    let live: Vec<&ObjectRecord> = s.objects.iter().filter(|o| !o.deleted).collect();
+    if let Some(c) = controller.filter(|c| !c.is_empty()) {
+        let of_kind: Vec<&ObjectRecord> = live
+            .iter()
+            .copied()
+            .filter(|o| o.kind.eq_ignore_ascii_case(c) || o.plural.eq_ignore_ascii_case(c))
+            .collect();
+        if !of_kind.is_empty() {
+            let why = format!("of kind {}", live_kind(&of_kind));
+            return (of_kind, why);
+        }
+        let written: Vec<&ObjectRecord> = live
+            .iter()
+            .copied()
+            .filter(|o| {
+                o.managers.iter().any(|m| &*m.manager == c)
+                    || o.writers.iter().any(|w| w.manager == c)
+            })
+            .collect();
+        if !written.is_empty() {
+            return (written, format!("those field manager `{c}` writes"));
+        }
+    }
+    let mut types: Vec<(&str, &str)> = live.iter().map(|o| (&*o.group, &*o.kind)).collect();
+    types.sort_unstable();
+    types.dedup();
+    if types.len() == 1 {
+        let why = format!("every {} in scope, the one type watched", live_kind(&live));
+        return (live, why);
+    }
+    (
+        live,
+        "every object in scope: none is told apart as its own".to_string(),
+    )
+}
+
+fn live_kind(objs: &[&ObjectRecord]) -> String {
+    objs.first()
+        .map_or_else(String::new, |o| o.kind.to_string())
 }
 
 /// The values of the controller label on the reconcile counter, or one `None` when it has no such label.

@@ -1,6 +1,7 @@
 //! CA202 live: the same annotation key or status field rewritten again and again with a new timestamp or
 //! nonce while generation stays put; named by the field manager that owns the field (and, from an audit log,
-//! by user and user agent).
+//! by user and user agent). Controllers only (`live::actor`): a person stamping an annotation by hand has no
+//! reconcile to trigger.
 
 use super::{
     Hits, finding, identity_subject, kind_of, manager_subject, objects_by_type, on_objects,
@@ -8,6 +9,7 @@ use super::{
 };
 use crate::config::Config;
 use crate::finding::Finding;
+use crate::live::actor::Actors;
 use crate::live::snapshot::{Identity, Snapshot};
 use std::collections::BTreeMap;
 
@@ -18,6 +20,7 @@ fn volatile(changes: u32, volatile_changes: u32) -> bool {
 
 pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
     let limit = cfg.thresholds.churn_writes_per_object_per_min;
+    let actors = Actors::of(s);
     let mut out = Vec::new();
 
     // From an audit log: (manager or identity, group, resource, namespace, field) → per-object rates.
@@ -25,7 +28,11 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
     let mut audit: BTreeMap<AuditKey, (Identity, Hits)> = BTreeMap::new();
     if let Some(a) = &s.audit {
         let minutes = a.secs() / 60.0;
-        for o in &a.objects {
+        for o in a
+            .objects
+            .iter()
+            .filter(|o| actors.is_controller(&o.identity))
+        {
             for c in o
                 .churn
                 .iter()
@@ -51,11 +58,12 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
     for ((group, kind, plural, ns), objs) in objects_by_type(s) {
         let mut by_field: BTreeMap<(Option<String>, String), Hits> = BTreeMap::new();
         for o in &objs {
-            for c in o
-                .churn
-                .iter()
-                .filter(|c| volatile(c.changes, c.volatile_changes))
-            {
+            for c in o.churn.iter().filter(|c| {
+                volatile(c.changes, c.volatile_changes)
+                    && c.manager
+                        .as_deref()
+                        .is_none_or(|m| actors.is_controller_manager(m))
+            }) {
                 by_field
                     .entry((c.manager.clone(), c.field.clone()))
                     .or_default()

@@ -24,9 +24,13 @@ pub fn detect(s: &Snapshot, _cfg: &Config) -> Vec<Finding> {
             for h in o
                 .handovers
                 .iter()
-                // A value put back by a manager that set it before is a flip; handovers to ever new values
-                // are a relay, not a fight.
-                .filter(|h| h.handovers >= MIN_HANDOVERS && h.reverts >= 1 && h.owners.len() >= 2)
+                // A different value put back by a manager that set it before is a flip; handovers to ever new
+                // values are a relay, and handovers of one value between co-owners are no fight at all.
+                .filter(|h| {
+                    h.handovers >= MIN_HANDOVERS
+                        && h.flips.unwrap_or(h.reverts) >= 1
+                        && h.owners.len() >= 2
+                })
             {
                 let mut owners = h.owners.clone();
                 owners.sort();
@@ -95,6 +99,7 @@ mod tests {
                 owners: vec!["operator".into(), "kube-controller-manager".into()],
                 handovers,
                 reverts,
+                flips: None,
             }],
             ..ObjectRecord::default()
         };
@@ -128,5 +133,18 @@ mod tests {
     fn a_handover_or_a_relay_to_new_values_is_no_fight() {
         assert!(detect(&snap(2, 1), &Config::default()).is_empty());
         assert!(detect(&snap(5, 0), &Config::default()).is_empty());
+    }
+
+    #[test]
+    fn co_owners_of_one_value_are_no_fight() {
+        let mut s = snap(6, 4);
+        for o in &mut s.objects {
+            o.handovers[0].flips = Some(0);
+        }
+        assert!(detect(&s, &Config::default()).is_empty());
+        for o in &mut s.objects {
+            o.handovers[0].flips = Some(2);
+        }
+        assert_eq!(detect(&s, &Config::default()).len(), 1);
     }
 }

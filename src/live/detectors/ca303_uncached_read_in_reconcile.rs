@@ -1,6 +1,7 @@
 //! CA303 live: reads far above what a cached controller needs: repeated LISTs of a custom resource (API server
 //! counters, less the tool's own), GETs per reconcile (client metrics), or a client re-reading the same objects
-//! again and again (audit log).
+//! again and again (audit log). An audit-log client is judged only when it is a controller (`live::actor`):
+//! kubectl GETs the namespace once per object it applies, and has no cache to read from.
 
 use super::{
     apiserver, finding, identity_subject, kind_of, metrics_subject, type_subject, value,
@@ -8,6 +9,7 @@ use super::{
 };
 use crate::config::Config;
 use crate::finding::Finding;
+use crate::live::actor::Actors;
 use crate::live::snapshot::{Identity, Snapshot, SourceKind};
 use std::collections::BTreeMap;
 
@@ -17,8 +19,6 @@ const LISTS_PER_MIN: f64 = 6.0;
 const GETS_PER_OBJECT_PER_MIN: f64 = 2.0;
 /// Fewer reads than this say nothing.
 const MIN_READS: f64 = 10.0;
-/// The tool's own user agent: its list+watch is not the subject.
-pub(crate) const OWN_USER_AGENT: &str = "kubectl-ctrlaudit";
 
 pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
     let mut out = Vec::new();
@@ -97,8 +97,9 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
         let minutes = a.secs() / 60.0;
         type Key = (Identity, String, String, Option<String>);
         let mut per: BTreeMap<Key, (f64, f64, u64)> = BTreeMap::new();
+        let actors = Actors::of(s);
         for g in &a.groups {
-            if g.identity.user_agent.starts_with(OWN_USER_AGENT) || !(200..300).contains(&g.code) {
+            if !(200..300).contains(&g.code) || !actors.is_controller(&g.identity.client()) {
                 continue;
             }
             let e = per

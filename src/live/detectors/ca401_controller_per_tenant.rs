@@ -88,11 +88,7 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
             }
         }
         for ((id, _group, resource), nss) in watches {
-            if nss.len() < MIN_TENANTS
-                || id
-                    .user_agent
-                    .starts_with(super::ca303_uncached_read_in_reconcile::OWN_USER_AGENT)
-            {
+            if nss.len() < MIN_TENANTS || id.user_agent.starts_with(crate::live::actor::OWN_NAME) {
                 continue;
             }
             let message = format!(

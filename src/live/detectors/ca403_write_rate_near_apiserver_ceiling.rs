@@ -1,11 +1,18 @@
 //! CA403 live: the write rate the API server sees is close to its write ceiling: the ceiling measured by
 //! `kubectl ctrlaudit bench` (`--write-ceiling`), or estimated from etcd's write latency, with the API server's
-//! write latency and throttling (429) as corroboration.
+//! write latency and throttling (429) as corroboration. Named after the controllers whose writes make up the
+//! load (the audit log's writes per client, else the watch's writes per field manager): the API server is
+//! where it shows, not what to fix. People and one-off clients are left out (`live::actor`).
 
-use super::{WRITE_VERBS, apiserver, finding, pct, type_subject, value, window};
+use super::{
+    WRITE_VERBS, apiserver, finding, identity_subject, manager_subject, on_objects, pct,
+    type_subject, value, window,
+};
 use crate::config::Config;
-use crate::finding::Finding;
+use crate::finding::{Finding, Subject};
+use crate::live::actor::Actors;
 use crate::live::snapshot::Snapshot;
+use std::collections::BTreeMap;
 
 /// Fewer etcd writes than this give no latency estimate.
 const MIN_ETCD_WRITES: f64 = 20.0;
@@ -119,10 +126,39 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
         "the API server is near its write ceiling: {}; more writers or workers add latency, not throughput",
         parts.join(", ")
     );
+    let writers = writers(s);
+    let seen: u64 = writers.iter().map(|w| w.1).sum();
+    if writers.is_empty() {
+        parts.push(
+            "no controller's writes were seen to name (no audit log, no watched writes)"
+                .to_string(),
+        );
+    } else {
+        parts.push(format!(
+            "the writes seen come from {}",
+            writers
+                .iter()
+                .take(3)
+                .map(|(subject, n)| format!(
+                    "{} ({n} writes, {})",
+                    subject.label(),
+                    pct(*n as f64 / seen as f64)
+                ))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
     let mut ev = vec![
         value("write rate", load.writes_per_sec, "writes/s"),
         window(load.secs),
     ];
+    ev.extend(writers.iter().take(3).map(|(subject, n)| {
+        value(
+            format!("writes by {}", subject.label()),
+            *n as f64,
+            "writes",
+        )
+    }));
     if let Some(c) = load.ceiling {
         ev.push(value("write ceiling", c, "writes/s"));
     }
@@ -132,10 +168,68 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
     if load.throttled > 0.0 {
         ev.push(value("throttled", load.throttled, "requests"));
     }
-    vec![finding(
-        &crate::rules::CA403,
-        type_subject("", "apiserver", None),
-        message,
-        ev,
+    let subject = writers.into_iter().next().map_or_else(
+        || type_subject("", "apiserver", None),
+        |(subject, _)| subject,
+    );
+    // The objects its writes went to (by the watch), where Events go and what `--serve` labels the kind with.
+    let written: Vec<&crate::live::snapshot::ObjectRecord> = match &subject {
+        Subject::Controller {
+            manager: Some(m), ..
+        } => s
+            .objects
+            .iter()
+            .filter(|o| o.writers.iter().any(|w| w.manager == *m))
+            .collect(),
+        _ => Vec::new(),
+    };
+    let f = finding(&crate::rules::CA403, subject, message, ev);
+    let Some(first) = written.first() else {
+        return vec![f];
+    };
+    let of_type = |o: &&&crate::live::snapshot::ObjectRecord| {
+        o.group == first.group && o.kind == first.kind && o.namespace == first.namespace
+    };
+    let hits: Vec<(String, f64, u32)> = written
+        .iter()
+        .filter(of_type)
+        .map(|o| {
+            let n: u32 = o.writers.iter().map(|w| w.writes).sum();
+            (o.name.clone(), f64::from(n), n)
+        })
+        .collect();
+    vec![on_objects(
+        f,
+        (&first.group, &first.kind, first.namespace.as_deref()),
+        &hits,
     )]
+}
+
+/// The controllers that wrote during the window, the most writes first: per audit-log client when there is a log
+/// (every write, seen by the watch or not), else per field manager from the watched objects.
+fn writers(s: &Snapshot) -> Vec<(Subject, u64)> {
+    let actors = Actors::of(s);
+    let mut by: BTreeMap<Subject, u64> = BTreeMap::new();
+    if let Some(a) = &s.audit {
+        for g in a.groups.iter().filter(|g| {
+            matches!(
+                g.verb.as_str(),
+                "create" | "update" | "patch" | "delete" | "deletecollection"
+            ) && (200..300).contains(&g.code)
+                && actors.is_controller(&g.identity)
+        }) {
+            *by.entry(identity_subject(&g.identity.client()))
+                .or_default() += g.count;
+        }
+    }
+    if by.is_empty() {
+        for w in s.objects.iter().flat_map(|o| &o.writers) {
+            if actors.is_controller_manager(&w.manager) {
+                *by.entry(manager_subject(&w.manager)).or_default() += u64::from(w.writes);
+            }
+        }
+    }
+    let mut v: Vec<(Subject, u64)> = by.into_iter().filter(|(_, n)| *n > 0).collect();
+    v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    v
 }

@@ -16,6 +16,7 @@ pub mod ca403_write_rate_near_apiserver_ceiling;
 
 use crate::config::Config;
 use crate::finding::{Evidence, Finding, Lens, Subject, sort_findings};
+use crate::live::actor::Actors;
 use crate::live::snapshot::{Identity, MetricSource, ObjectRecord, Snapshot, SourceKind};
 use crate::rules::Rule;
 use std::collections::BTreeMap;
@@ -77,6 +78,14 @@ pub fn run_all(snapshot: &Snapshot, cfg: &Config) -> Vec<Finding> {
         .iter()
         .flat_map(|(_, detect)| detect(snapshot, cfg))
         .collect();
+    // Each controller subject says what live took it for, and why (see `live::actor`).
+    let actors = Actors::of(snapshot);
+    for f in &mut out {
+        let kind = actors.subject(&f.subject);
+        if let Subject::Controller { actor, .. } = &mut f.subject {
+            *actor = kind;
+        }
+    }
     sort_findings(&mut out);
     out
 }
@@ -207,6 +216,7 @@ pub(crate) fn manager_subject(manager: &str) -> Subject {
         manager: Some(manager.to_string()),
         user: None,
         user_agent: None,
+        actor: None,
     }
 }
 
@@ -216,6 +226,7 @@ pub(crate) fn identity_subject(id: &Identity) -> Subject {
         manager: id.manager.clone(),
         user: nonempty(&id.user),
         user_agent: nonempty(&id.user_agent),
+        actor: None,
     }
 }
 
@@ -225,6 +236,7 @@ pub(crate) fn metrics_subject(source: &MetricSource, controller: Option<&str>) -
         manager: controller.filter(|c| !c.is_empty()).map(str::to_string),
         user: None,
         user_agent: Some(format!("metrics: {}", source.name)),
+        actor: None,
     }
 }
 
@@ -236,6 +248,7 @@ pub(crate) fn with_identity(subject: Subject, id: Option<&Identity>) -> Subject 
                 manager,
                 user,
                 user_agent,
+                actor,
             },
             Some(id),
         ) => Subject::Controller {
@@ -243,6 +256,7 @@ pub(crate) fn with_identity(subject: Subject, id: Option<&Identity>) -> Subject 
             user: user.or_else(|| (!id.user.is_empty()).then(|| id.user.clone())),
             user_agent: user_agent
                 .or_else(|| (!id.user_agent.is_empty()).then(|| id.user_agent.clone())),
+            actor,
         },
         (s, _) => s,
     }
