@@ -30,10 +30,13 @@ need_go() {
 # The committed go.mod/go.sum are the build's inputs: never let go switch toolchains or rewrite them.
 export GOTOOLCHAIN=local GOFLAGS="-mod=readonly -buildvcs=false" CGO_ENABLED=0
 
-# Prints the version a binary reports, or nothing when it is absent or broken.
+# Prints the version a binary reports, or nothing when it is absent or broken (kubectl has no --version flag).
 reported_version() {
 	[ -x "$1" ] || return 0
-	"$1" --version 2>/dev/null | head -n 3 || true
+	case $1 in
+	*/kubectl) "$1" version --client 2>/dev/null | head -n 1 || true ;;
+	*) "$1" --version 2>/dev/null | head -n 3 || true ;;
+	esac
 }
 
 # build NAME VERSION WANT_PATTERN OUT MODULE_DIR PACKAGE LDFLAGS
@@ -84,5 +87,10 @@ build kube-apiserver "$KUBE_VERSION" "Kubernetes $KUBE_VERSION\$" "$KUBE_APISERV
 	k8s.io/kubernetes/cmd/kube-apiserver \
 	"-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean -X k8s.io/component-base/version.buildDate=1970-01-01T00:00:00Z"
 
+# kubectl for the live accuracy corpus (tests/live_corpus.rs): its user agent carries the version, as a real one's.
+build kubectl "$KUBE_VERSION" "Client Version: $KUBE_VERSION\$" "$KUBECTL_BIN" "$here/kubectl" . \
+	"-s -w -X k8s.io/client-go/pkg/version.gitVersion=$KUBE_VERSION -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=$minor -X k8s.io/client-go/pkg/version.gitCommit=0000000000000000000000000000000000000000 -X k8s.io/client-go/pkg/version.gitTreeState=clean -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION"
+
 echo "KUBE_APISERVER_BIN=$KUBE_APISERVER_BIN"
 echo "ETCD_BIN=$ETCD_BIN"
+echo "KUBECTL_BIN=$KUBECTL_BIN"

@@ -401,6 +401,7 @@ write_kubeconfig "$state_dir/readonly.kubeconfig" ctrlaudit-readonly "$pki/reado
 	echo "export CTRLAUDIT_TESTENV_DIR='$state_dir'"
 	echo "export CTRLAUDIT_TESTENV_READONLY_KUBECONFIG='$state_dir/readonly.kubeconfig'"
 	echo "export CTRLAUDIT_TESTENV_APISERVER='$api_url'"
+	if [ -x "$KUBECTL_BIN" ]; then echo "export CTRLAUDIT_TESTENV_KUBECTL='$KUBECTL_BIN'"; fi
 	if [ "$audit" = 1 ]; then echo "export CTRLAUDIT_TESTENV_AUDIT_LOG='$audit_log'"; fi
 } >"$state_dir/env"
 

@@ -12,4 +12,6 @@ TESTENV_CACHE=${CTRLAUDIT_TESTENV_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kubectl
 # `kubectl ctrlaudit demo` points start.sh at controller-tools' envtest binaries instead, when it downloaded them.
 KUBE_APISERVER_BIN=${CTRLAUDIT_KUBE_APISERVER_BIN:-$TESTENV_CACHE/kube-apiserver-$KUBE_VERSION/kube-apiserver}
 ETCD_BIN=${CTRLAUDIT_ETCD_BIN:-$TESTENV_CACHE/etcd-$ETCD_VERSION/etcd}
+# The live accuracy corpus's kubectl (testenv/kubectl), built at the same Kubernetes version.
+KUBECTL_BIN=$TESTENV_CACHE/kubectl-$KUBE_VERSION/kubectl
 ACTIONLINT_BIN=$TESTENV_CACHE/actionlint-$ACTIONLINT_VERSION/actionlint

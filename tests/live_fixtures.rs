@@ -96,6 +96,66 @@ fn every_fixture_gives_exactly_its_expected_findings() {
     }
 }
 
+/// The live accuracy corpus (tests/live_corpus.rs records it on testenv): every scenario with hand-written labels
+/// gives the findings they require and none they forbid, with its audit log and replayed without it. Scored like
+/// scan's fixtures: every label is checked, and the summary says how many.
+#[test]
+fn the_live_corpus_holds_its_labels_with_and_without_the_audit_log() {
+    let mut labelled = 0;
+    let mut checked = 0;
+    let mut wrong = Vec::new();
+    for dir in scenarios() {
+        let Some(labels) = record::read_labels(&dir).unwrap() else {
+            continue;
+        };
+        let name = dir.file_name().unwrap().to_string_lossy().to_string();
+        labelled += 1;
+        let snap = record::read(&dir).unwrap();
+        assert!(
+            snap.audit.is_some(),
+            "{name}: recorded without its audit log"
+        );
+        let judge = |s: &Snapshot| {
+            let cfg = Config::default();
+            let mut f = detectors::run_all(s, &cfg);
+            Policy::from_config(&cfg).apply(&mut f);
+            f
+        };
+        let mut sets = vec![("with the audit log", &labels.findings, judge(&snap))];
+        if let Some(set) = &labels.without_audit {
+            sets.push((
+                "without the audit log",
+                set,
+                judge(&record::without_audit(&snap)),
+            ));
+        }
+        for (how, set, findings) in sets {
+            checked += set.must.len() + set.must_not.len();
+            wrong.extend(
+                set.check(&findings)
+                    .into_iter()
+                    .map(|w| format!("{name}, {how}: {w}")),
+            );
+            // A message never denies the evidence it was given.
+            if snap.audit.is_some() && how == "with the audit log" {
+                wrong.extend(
+                    findings
+                        .iter()
+                        .filter(|f| f.message.contains("no audit log"))
+                        .map(|f| format!("{name}: {} says there is no audit log", f.code)),
+                );
+            }
+        }
+    }
+    assert!(labelled >= 15, "the live corpus has {labelled} scenarios");
+    assert!(
+        wrong.is_empty(),
+        "{} of {checked} labels do not hold:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
+}
+
 /// CA101 says how certain it is: confirmed by the audit log, or inferred from the objects and the controller's
 /// metrics when there is none (a managed cluster, a read-only identity), and then only a warning. The API
 /// server's counters corroborate an inference and say they cannot tell a dropped status from a write that changes

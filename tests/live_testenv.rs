@@ -16,9 +16,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
-use ctrlaudit::bench::client::{self as bench_client, RestMetrics};
-use ctrlaudit::bench::instrument::{StopHandle, VariantCtx, VariantOptions};
-use ctrlaudit::bench::variants::{self, Code};
+use common::live::{observe, start_variant};
+use ctrlaudit::bench::variants::Code;
 use ctrlaudit::bench::widget::{Widget, WidgetSpec};
 use ctrlaudit::cli::{Cli, Command};
 use ctrlaudit::config::Config;
@@ -46,82 +45,6 @@ fn bless() -> bool {
     std::env::var_os("CTRLAUDIT_BLESS").is_some()
 }
 
-/// A bench variant running in this process, with its /metrics served on 127.0.0.1.
-struct Variant {
-    stop: StopHandle,
-    task: tokio::task::JoinHandle<anyhow::Result<()>>,
-    server: tokio::task::JoinHandle<()>,
-    url: String,
-    /// The field manager the API server derives from the variant's user agent.
-    manager: String,
-}
-
-impl Variant {
-    async fn stop(mut self) {
-        self.stop.stop();
-        let _ = tokio::time::timeout(Duration::from_secs(5), self.task).await;
-        self.server.abort();
-    }
-}
-
-async fn start_variant(env: &common::TestEnv, code: Code, name: &str, workers: u16) -> Variant {
-    let config = ctrlaudit::connect::config(Some(&env.dir.join("kubeconfig")), None)
-        .await
-        .unwrap();
-    let rest = RestMetrics::default();
-    // The API server names a write without fieldManager after the user agent up to its first '/'.
-    let client = bench_client::build(&config, &format!("{name}/ctrlaudit-tests"), &rest).unwrap();
-    let (ctx, stop) = VariantCtx::new(
-        client,
-        rest,
-        VariantOptions {
-            controller: name.to_string(),
-            work: Duration::from_millis(10),
-            streaming_lists: false,
-            label_selector: None,
-            process_metrics: false,
-            workers,
-        },
-    );
-    let task = tokio::spawn(variants::run(
-        code,
-        vec![env.namespace.clone()],
-        ctx.clone(),
-    ));
-    let (url, server) = serve_metrics(ctx).await;
-    Variant {
-        stop,
-        task,
-        server,
-        url,
-        manager: name.to_string(),
-    }
-}
-
-/// A minimal HTTP/1.1 server answering every request with the variant's metrics text.
-async fn serve_metrics(ctx: Arc<VariantCtx>) -> (String, tokio::task::JoinHandle<()>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/metrics", listener.local_addr().unwrap());
-    let server = tokio::spawn(async move {
-        while let Ok((mut sock, _)) = listener.accept().await {
-            let ctx = ctx.clone();
-            tokio::spawn(async move {
-                let mut buf = [0u8; 4096];
-                let _ = sock.read(&mut buf).await;
-                let body = ctx.encode();
-                let head = format!(
-                    "HTTP/1.1 200 OK\r\ncontent-type: text/plain; version=0.0.4\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-                    body.len()
-                );
-                let _ = sock.write_all(head.as_bytes()).await;
-                let _ = sock.write_all(body.as_bytes()).await;
-                let _ = sock.shutdown().await;
-            });
-        }
-    });
-    (url, server)
-}
-
 async fn create_widgets(client: &Client, ns: &str, n: usize) {
     let api: Api<Widget> = Api::namespaced(client.clone(), ns);
     for i in 0..n {
@@ -134,44 +57,6 @@ async fn create_widgets(client: &Client, ns: &str, n: usize) {
         );
         api.create(&PostParams::default(), &w).await.unwrap();
     }
-}
-
-fn live_args(ns: &str, extra: &[&str]) -> (ctrlaudit::connect::ClusterArgs, live::LiveArgs) {
-    let mut argv = vec![
-        "kubectl-ctrlaudit",
-        "live",
-        "-n",
-        ns,
-        "--duration",
-        WINDOW,
-        "--scrape-interval",
-        "1s",
-    ];
-    argv.extend_from_slice(extra);
-    let cli = Cli::try_parse_from(argv).unwrap();
-    match cli.command {
-        Command::Live(a) => (cli.global.cluster, a),
-        other => panic!("not live: {other:?}"),
-    }
-}
-
-/// Runs `live` as the read-only identity while `drive` makes the scenario happen, 1.5 s into the window.
-async fn observe<F: Future<Output = ()>>(
-    env: &common::TestEnv,
-    extra: &[&str],
-    drive: F,
-) -> Observed {
-    let (g, a) = live_args(&env.namespace, extra);
-    let client = env.readonly.clone();
-    let ns = env.namespace.clone();
-    let handle = tokio::spawn(async move {
-        let cfg = Config::default();
-        let policy = Policy::new(&cfg, &a.policy).unwrap();
-        live::observe(Some((client, ns)), &g, false, &a, &cfg, &policy).await
-    });
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    drive.await;
-    handle.await.unwrap().unwrap()
 }
 
 fn codes(findings: &[Finding]) -> BTreeSet<&str> {
@@ -231,7 +116,7 @@ async fn scenario<F: Future<Output = ()>>(
     let url = v.url.clone();
     let mut args = vec!["--metrics-url", url.as_str()];
     args.extend_from_slice(extra);
-    let o = observe(env, &args, drive).await;
+    let o = observe(env, WINDOW, &args, drive).await;
     let manager = v.manager.clone();
     v.stop().await;
     (o, manager)
@@ -1267,6 +1152,7 @@ async fn live_watches_built_in_kinds_and_what_a_custom_resource_owns() {
     };
     let o = observe(
         &env,
+        WINDOW,
         &["--resource", "widgets", "--resource", "deploy", "--owned"],
         drive,
     )

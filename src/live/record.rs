@@ -2,6 +2,8 @@
 //!
 //! Layout: `snapshot.json` (the [`Snapshot`]), optionally `audit.jsonl` (an audit-log excerpt, summarised on
 //! replay), and `expected.json` (the findings as `{code, subject}` pairs: what the fixture tests check both ways).
+//! The scenarios of the live accuracy corpus also have `labels.json` ([`Labels`]), written by hand: the findings a
+//! window must and must not give, with its audit log and without it, whatever a re-recording blesses.
 
 use crate::finding::Finding;
 use crate::live::audit;
@@ -13,6 +15,7 @@ use std::path::Path;
 pub const SNAPSHOT: &str = "snapshot.json";
 pub const AUDIT: &str = "audit.jsonl";
 pub const EXPECTED: &str = "expected.json";
+pub const LABELS: &str = "labels.json";
 
 /// One expected finding: its rule and its subject's label.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -113,4 +116,96 @@ pub fn read_expected(dir: &Path) -> Result<Vec<Expectation>> {
     v.sort();
     v.dedup();
     Ok(v)
+}
+
+/// A corpus scenario's hand-written truth (`labels.json`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Labels {
+    /// What happens in the window, in a sentence.
+    pub about: String,
+    /// With the audit log the window was recorded with (or with none, when there was none).
+    pub findings: LabelSet,
+    /// The same window replayed without its audit log (a cluster whose audit log nobody can read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub without_audit: Option<LabelSet>,
+}
+
+/// Findings that must appear and findings that must not.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LabelSet {
+    #[serde(default)]
+    pub must: Vec<Label>,
+    #[serde(default)]
+    pub must_not: Vec<Label>,
+}
+
+/// A description of findings: a rule (`*`: any), and optionally words its subject and its message contain and its
+/// severity.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Label {
+    pub code: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub subject: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub severity: Option<crate::finding::Severity>,
+    /// Why this label exists: the false alarm it guards against or the finding it insists on.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub why: String,
+}
+
+impl Label {
+    pub fn matches(&self, f: &Finding) -> bool {
+        (self.code == "*" || f.code == self.code)
+            && f.subject.label().contains(&self.subject)
+            && f.message.contains(&self.message)
+            && self.severity.is_none_or(|s| s == f.severity)
+    }
+}
+
+impl LabelSet {
+    /// What `findings` get wrong against these labels, one line each (empty: all hold).
+    pub fn check(&self, findings: &[Finding]) -> Vec<String> {
+        let missing = self
+            .must
+            .iter()
+            .filter(|l| !findings.iter().any(|f| l.matches(f)))
+            .map(|l| format!("missing {l:?}"));
+        let forbidden = self.must_not.iter().flat_map(|l| {
+            findings.iter().filter(|f| l.matches(f)).map(move |f| {
+                format!(
+                    "forbidden by {l:?}: {} {} — {}",
+                    f.code,
+                    f.subject.label(),
+                    f.message
+                )
+            })
+        });
+        missing.chain(forbidden).collect()
+    }
+}
+
+/// Reads `labels.json`, if the recording has one.
+pub fn read_labels(dir: &Path) -> Result<Option<Labels>> {
+    let path = dir.join(LABELS);
+    if !path.is_file() {
+        return Ok(None);
+    }
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    serde_json::from_str(&text)
+        .map(Some)
+        .with_context(|| format!("{} is not a scenario's labels", path.display()))
+}
+
+/// The same window as if no audit log had been read: the summary and the notes about it gone.
+pub fn without_audit(s: &Snapshot) -> Snapshot {
+    let mut s = s.clone();
+    s.audit = None;
+    s.notes.retain(|n| !n.subject.starts_with("audit log"));
+    s
 }

@@ -21,6 +21,7 @@ use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, P
 use kube::runtime::wait::{await_condition, conditions};
 use tokio::sync::OnceCell;
 
+pub mod live;
 pub mod plane;
 
 /// The Widget CRD that every cluster test may rely on (kept equal to `Widget::crd()` by a unit test).

@@ -27,6 +27,16 @@ const GRACE_MS: i64 = 5_000;
 /// Fewer successful reconciles than this say nothing about a controller.
 const MIN_RECONCILES: f64 = 3.0;
 
+/// A type's successful main-resource writes by controllers in an audit log.
+#[derive(Debug, Clone, Copy, Default)]
+struct Bodies {
+    writes: u64,
+    /// ... whose request body the log holds,
+    with_body: u64,
+    /// ... and of those, the ones that carried a `status`.
+    with_status: u64,
+}
+
 /// Evidence that a controller reconciles these objects while none of them gets a status.
 struct Inference {
     why: String,
@@ -53,26 +63,40 @@ fn infer(
     }
     let names = &cfg.metrics;
     // The controller with the most successful reconciles; only when this type is the only one it can be for.
+    // In the window, or else since it started: a controller that reconciled every object once before the window
+    // and then had nothing to do (no loop) has still reported success for objects that have no status.
+    let enough = |ok: f64| ok >= MIN_RECONCILES && ok >= objs.len() as f64;
     let best = s
         .sources(SourceKind::Controller)
         .flat_map(|src| controllers(src, cfg).into_iter().map(move |c| (src, c)))
-        .map(|(src, c)| {
-            let ok = src.delta(&names.reconcile_total, |x| {
+        .filter_map(|(src, c)| {
+            let ok = |x: &crate::live::snapshot::MetricSample| {
                 c.as_ref()
                     .is_none_or(|c| x.label(&names.controller_label) == c.as_str())
+                    && x.name == names.reconcile_total
                     && x.label(&names.result_label) != "error"
+            };
+            let in_window = src.delta(&names.reconcile_total, ok);
+            let since_start: f64 = src.scrapes.last().map_or(0.0, |l| {
+                l.samples.iter().filter(|x| ok(x)).map(|x| x.value).sum()
             });
-            (ok, src, c)
+            if enough(in_window) {
+                Some((in_window, "in the window", src, c))
+            } else if enough(since_start) {
+                Some((since_start, "since it started", src, c))
+            } else {
+                None
+            }
         })
-        .filter(|(ok, ..)| sole && *ok >= MIN_RECONCILES && *ok >= objs.len() as f64)
+        .filter(|_| sole)
         .max_by(|a, b| a.0.total_cmp(&b.0));
-    if let Some((ok, src, c)) = best {
+    if let Some((ok, when, src, c)) = best {
         let who = c
             .as_ref()
             .map_or_else(|| src.name.clone(), |c| format!("controller `{c}`"));
         return Some(Inference {
             why: format!(
-                "{who} counted {ok:.0} successful reconciles in the window; inferred from the objects and the \
+                "{who} counted {ok:.0} successful reconciles {when}; inferred from the objects and the \
                  controller's metrics",
             ),
             subject: Some(metrics_subject(src, c.as_deref())),
@@ -118,9 +142,8 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
         }
     }
 
-    // Per type and namespace, the audit log's main-resource writes of controllers: (with a request body and none
-    // carrying status, all of them).
-    let mut audit_bodies: BTreeMap<Key, (u64, u64)> = BTreeMap::new();
+    // Per type and namespace, the audit log's successful main-resource writes of controllers.
+    let mut audit_bodies: BTreeMap<Key, Bodies> = BTreeMap::new();
     for g in s.audit.iter().flat_map(|a| &a.groups).filter(|g| {
         matches!(g.verb.as_str(), "update" | "patch")
             && g.subresource.is_empty()
@@ -130,10 +153,9 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
         let e = audit_bodies
             .entry((g.group.clone(), g.resource.clone(), g.namespace.clone()))
             .or_default();
-        e.1 += g.count;
-        if g.status_in_body == 0 && g.with_body > 0 {
-            e.0 += g.with_body;
-        }
+        e.writes += g.count;
+        e.with_body += g.with_body;
+        e.with_status += g.status_in_body;
     }
 
     // Types with the status subresource where no object has a status and nobody wrote /status.
@@ -203,7 +225,7 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
         // The audit log's bodies of main-resource writes of this type: if there are some and none carried a
         // status, nothing was dropped.
         let bodies = audit_bodies.get(&key).copied().unwrap_or_default();
-        if audit.is_none() && bodies.0 > 0 {
+        if audit.is_none() && bodies.with_body > 0 && bodies.with_status == 0 {
             continue;
         }
         // The main resource's managedFields entries that own status fields, while the object has none.
@@ -275,13 +297,19 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
                  nothing: the counters cannot tell them apart)"
             ));
         }
-        why.push(match (&s.audit, bodies.1) {
-            (None, _) => "no audit log was read".to_string(),
-            (Some(_), 0) if dropped_n == 0 => {
-                format!("the audit log has no request bodies of {plural} writes to confirm it")
-            }
-            (Some(_), _) => format!("{} writes of the main resource in the audit log", bodies.1),
-        });
+        if dropped_n == 0 {
+            why.push(match &s.audit {
+                None => "no audit log was read".to_string(),
+                Some(_) if bodies.writes == 0 => {
+                    format!("the audit log shows no controller writing {plural} to confirm it")
+                }
+                Some(_) => format!(
+                    "the audit log has no request bodies of {plural} writes to confirm it ({} writes logged without \
+                     them: its policy logs this type at the Metadata level)",
+                    bodies.writes
+                ),
+            });
+        }
         let message = format!(
             "status of {} is written through the main resource and dropped: the type has the status subresource, \
              0 of {} objects have a status, nobody wrote /status; {}",

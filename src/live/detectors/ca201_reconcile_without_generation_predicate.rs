@@ -229,8 +229,8 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
 }
 
 /// The live objects a controller reconciles, and how they were told apart: those of the kind it is named after
-/// (controller-runtime names a controller after its `For` kind), else those it writes under its name as field
-/// manager, else those of the one type watched, else every object in scope (said so).
+/// (controller-runtime names a controller after its `For` kind), else those of the kinds it writes under its name
+/// as field manager, else those of the one type watched, else every object in scope (said so).
 pub(crate) fn reconciled_by<'a>(
     s: &'a Snapshot,
     controller: Option<&str>,
@@ -246,16 +246,31 @@ pub(crate) fn reconciled_by<'a>(
             let why = format!("of kind {}", live_kind(&of_kind));
             return (of_kind, why);
         }
-        let written: Vec<&ObjectRecord> = live
+        // A controller reconciles every object of its kind, also the ones it has not written (yet).
+        let mut kinds: Vec<(&str, &str)> = live
             .iter()
-            .copied()
             .filter(|o| {
                 o.managers.iter().any(|m| &*m.manager == c)
                     || o.writers.iter().any(|w| w.manager == c)
             })
+            .map(|o| (&*o.group, &*o.kind))
             .collect();
-        if !written.is_empty() {
-            return (written, format!("those field manager `{c}` writes"));
+        kinds.sort_unstable();
+        kinds.dedup();
+        if !kinds.is_empty() {
+            let of_kinds: Vec<&ObjectRecord> = live
+                .iter()
+                .copied()
+                .filter(|o| kinds.contains(&(&*o.group, &*o.kind)))
+                .collect();
+            let names: Vec<&str> = kinds.iter().map(|k| k.1).collect();
+            return (
+                of_kinds,
+                format!(
+                    "its {}, the kind field manager `{c}` writes",
+                    names.join(", ")
+                ),
+            );
         }
     }
     let mut types: Vec<(&str, &str)> = live.iter().map(|o| (&*o.group, &*o.kind)).collect();

@@ -96,8 +96,9 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
             );
             let message = format!(
                 "`{field}` of {} {} is rewritten with a new timestamp-like value {rate:.1} times per object per \
-                 minute (limit {limit}) while generation stays the same, by {who}: each write is a watch event that \
-                 starts the next reconcile",
+                 minute (limit {limit}) while generation stays the same, by {who}: each write is a watch event, and \
+                 without a generation predicate on its controller's watch (CA201) that event starts the next \
+                 reconcile, which writes again: a loop",
                 hits.len(),
                 where_label(&plural, ns.as_deref()),
             );
@@ -121,7 +122,8 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
             }
             let message = format!(
                 "`{field}` of {} {} ({}) is set to a new timestamp-like value {rate:.1} times per object per minute \
-                 (limit {limit}) with generation unchanged, by {}",
+                 (limit {limit}) with generation unchanged, by {}: without a generation predicate on its \
+                 controller's watch (CA201) each such write starts the next reconcile, which writes again: a loop",
                 hits.len(),
                 where_label(&resource, ns.as_deref()),
                 kind_of(s, &group, &resource),
