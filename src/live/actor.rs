@@ -218,10 +218,11 @@ impl Actors {
             .filter(|(_, a)| a.kind != ActorKind::Controller)
             .map(|(c, a)| {
                 format!(
-                    "{} ({}; {} requests over {:.0} s): {}",
+                    "{} ({}; {} request{} over {:.0} s): {}",
                     client_label(&c.identity),
                     a.kind.as_str(),
                     c.requests,
+                    if c.requests == 1 { "" } else { "s" },
                     c.span_secs(),
                     a.why
                 )

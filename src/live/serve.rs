@@ -314,6 +314,40 @@ mod tests {
         assert_eq!(alerts, 2, "ControllerAntiPattern and CtrlauditNotObserving");
     }
 
+    /// A controller's finding is labelled with the kind of the objects it is seen on: `ctrlaudit_findings` on
+    /// the annotation loop and the write ceiling (recorded on testenv) names `Widget.bench.ctrlaudit.io`.
+    #[test]
+    fn a_controllers_finding_carries_the_kind_of_its_objects() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/live");
+        for name in ["seed-annotation-loop", "write-ceiling-names-the-writer"] {
+            let snap = crate::live::record::read(&root.join(name)).unwrap();
+            let findings =
+                crate::live::detectors::run_all(&snap, &crate::config::Config::default());
+            let w = WindowReport::new(&snap, &findings);
+            let controllers: Vec<_> = w.findings.iter().filter(|f| !f.2.is_empty()).collect();
+            assert!(!controllers.is_empty(), "{name}");
+            for (rule, _, controller, kind) in controllers {
+                let seen_on_objects = findings
+                    .iter()
+                    .any(|f| f.code == *rule && !f.objects.is_empty());
+                if seen_on_objects {
+                    assert_eq!(
+                        kind, "Widget.bench.ctrlaudit.io",
+                        "{name}: {rule} {controller}"
+                    );
+                }
+            }
+            assert!(
+                w.findings
+                    .iter()
+                    .any(|f| f.0 == "CA403" && f.3 == "Widget.bench.ctrlaudit.io")
+                    || name != "write-ceiling-names-the-writer",
+                "{name}: {:?}",
+                w.findings
+            );
+        }
+    }
+
     #[test]
     fn a_window_replaces_the_last_and_every_live_rule_has_a_series() {
         let m = ServeMetrics::new();

@@ -5,8 +5,8 @@
 //! object in scope (under `-A` a real storm would hide below the threshold).
 
 use super::{
-    finding, manager_subject, metrics_subject, objects_by_type, value, watched_minutes,
-    where_label, window, with_identity,
+    Hits, finding, manager_subject, metrics_subject, objects_by_type, on_objects, value,
+    watched_minutes, where_label, window, with_identity,
 };
 use crate::config::Config;
 use crate::finding::Finding;
@@ -19,14 +19,14 @@ const STORM_FACTOR: f64 = 3.0;
 /// Above this share of `requeue_after` results it is polling (CA203), not a storm.
 const POLLING_SHARE: f64 = 0.5;
 
-/// `hits`: (writes per minute, writes) of each object; `rate` their mean.
-fn evidence(hits: &[(f64, u32)], rate: f64, secs: f64) -> Vec<crate::finding::Evidence> {
+/// `hits`: (object, writes per minute, writes) of each object; `rate` their mean.
+fn evidence(hits: &Hits, rate: f64, secs: f64) -> Vec<crate::finding::Evidence> {
     vec![
         value("objects", hits.len() as f64, "objects"),
         value("writes without spec change per object", rate, "writes/min"),
         value(
             "writes",
-            hits.iter().map(|h| f64::from(h.1)).sum(),
+            hits.iter().map(|h| f64::from(h.2)).sum(),
             "writes",
         ),
         window(secs),
@@ -47,8 +47,8 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
         .collect();
 
     // Objects: a manager with no-spec-change writes of the main resource that also writes status.
-    for ((_group, _kind, plural, ns), objs) in objects_by_type(s) {
-        let mut per_manager: BTreeMap<&str, Vec<(f64, u32)>> = BTreeMap::new();
+    for ((group, kind, plural, ns), objs) in objects_by_type(s) {
+        let mut per_manager: BTreeMap<&str, Hits> = BTreeMap::new();
         for o in &objs {
             let status_writers: Vec<&str> = o
                 .managers
@@ -71,15 +71,16 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
                 // Writes of the main resource by this manager are at most the object's no-spec-change writes.
                 let n = w.writes.min(o.writes.no_spec_change);
                 if n >= 2 {
-                    per_manager
-                        .entry(w.manager.as_str())
-                        .or_default()
-                        .push((f64::from(n) / watched_minutes(s, o), n));
+                    per_manager.entry(w.manager.as_str()).or_default().push((
+                        o.name.clone(),
+                        f64::from(n) / watched_minutes(s, o),
+                        n,
+                    ));
                 }
             }
         }
         for (manager, hits) in per_manager {
-            let rate = hits.iter().map(|h| h.0).sum::<f64>() / hits.len() as f64;
+            let rate = hits.iter().map(|h| h.1).sum::<f64>() / hits.len() as f64;
             if rate < limit {
                 continue;
             }
@@ -91,12 +92,13 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
                 where_label(&plural, ns.as_deref()),
             );
             let subject = with_identity(manager_subject(manager), audit_ids.get(manager));
-            out.push(finding(
+            let f = finding(
                 &crate::rules::CA201,
                 subject,
                 message,
                 evidence(&hits, rate, s.window.secs()),
-            ));
+            );
+            out.push(on_objects(f, (&group, &kind, ns.as_deref()), &hits));
         }
     }
 
@@ -111,7 +113,7 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
     if let Some(a) = &s.audit {
         let minutes = a.secs() / 60.0;
         type Key = (Identity, String, String, Option<String>);
-        let mut per_id: BTreeMap<Key, Vec<(f64, u32)>> = BTreeMap::new();
+        let mut per_id: BTreeMap<Key, Hits> = BTreeMap::new();
         // A client that writes status, under this fieldManager or another one (or none): joined by user and
         // user agent, since kube-rs's status writes and its metadata writes may carry different managers.
         let status_by_ua: Vec<(String, String)> = a
@@ -144,10 +146,14 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
                     o.namespace.clone(),
                 ))
                 .or_default()
-                .push((f64::from(o.no_spec_change) / minutes, o.no_spec_change));
+                .push((
+                    o.name.clone(),
+                    f64::from(o.no_spec_change) / minutes,
+                    o.no_spec_change,
+                ));
         }
-        for ((id, _group, resource, ns), hits) in per_id {
-            let rate = hits.iter().map(|h| h.0).sum::<f64>() / hits.len() as f64;
+        for ((id, group, resource, ns), hits) in per_id {
+            let rate = hits.iter().map(|h| h.1).sum::<f64>() / hits.len() as f64;
             if rate < limit {
                 continue;
             }
@@ -158,12 +164,14 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
                 hits.len(),
                 where_label(&resource, ns.as_deref()),
             );
-            out.push(finding(
+            let f = finding(
                 &crate::rules::CA201,
                 super::identity_subject(&id),
                 message,
                 evidence(&hits, rate, a.secs()),
-            ));
+            );
+            let kind = super::kind_of(s, &group, &resource);
+            out.push(on_objects(f, (&group, &kind, ns.as_deref()), &hits));
         }
     }
 
@@ -207,7 +215,7 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
                  reconciles are triggered by writes that change no spec, i.e. there is no generation predicate",
                 controller.map_or_else(|| src.name.clone(), |c| format!("controller `{c}`")),
             );
-            out.push(finding(
+            let f = finding(
                 &crate::rules::CA201,
                 metrics_subject(src, controller.map(String::as_str)),
                 message,
@@ -222,7 +230,31 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
                     ),
                     window(secs),
                 ],
-            ));
+            );
+            // Named on its most rewritten objects of the first kind (where Events go, and `--serve`'s kind).
+            let first = objs
+                .first()
+                .map(|o| (o.group.clone(), o.kind.clone(), o.namespace.clone()));
+            let hits: Hits = objs
+                .iter()
+                .filter(|o| {
+                    first
+                        .as_ref()
+                        .is_some_and(|k| (&k.0, &k.1, &k.2) == (&o.group, &o.kind, &o.namespace))
+                })
+                .filter(|o| o.writes.no_spec_change > 0)
+                .map(|o| {
+                    (
+                        o.name.clone(),
+                        f64::from(o.writes.no_spec_change),
+                        o.writes.no_spec_change,
+                    )
+                })
+                .collect();
+            out.push(match &first {
+                Some((g, k, ns)) => on_objects(f, (g, k, ns.as_deref()), &hits),
+                None => f,
+            });
         }
     }
     out

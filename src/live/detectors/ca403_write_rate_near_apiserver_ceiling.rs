@@ -11,7 +11,7 @@ use super::{
 use crate::config::Config;
 use crate::finding::{Finding, Subject};
 use crate::live::actor::Actors;
-use crate::live::snapshot::Snapshot;
+use crate::live::snapshot::{Identity, Snapshot};
 use std::collections::BTreeMap;
 
 /// Fewer etcd writes than this give no latency estimate.
@@ -122,10 +122,6 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
     if load.throttled > 0.0 {
         parts.push(format!("{:.0} requests throttled (429)", load.throttled));
     }
-    let message = format!(
-        "the API server is near its write ceiling: {}; more writers or workers add latency, not throughput",
-        parts.join(", ")
-    );
     let writers = writers(s);
     let seen: u64 = writers.iter().map(|w| w.1).sum();
     if writers.is_empty() {
@@ -148,6 +144,10 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
                 .join(", ")
         ));
     }
+    let message = format!(
+        "the API server is near its write ceiling: {}; more writers or workers add latency, not throughput",
+        parts.join(", ")
+    );
     let mut ev = vec![
         value("write rate", load.writes_per_sec, "writes/s"),
         window(load.secs),
@@ -211,6 +211,9 @@ fn writers(s: &Snapshot) -> Vec<(Subject, u64)> {
     let actors = Actors::of(s);
     let mut by: BTreeMap<Subject, u64> = BTreeMap::new();
     if let Some(a) = &s.audit {
+        // Per client, named with the field manager most of its writes carry (a controller may write status
+        // under another one).
+        let mut per_client: BTreeMap<Identity, BTreeMap<Option<String>, u64>> = BTreeMap::new();
         for g in a.groups.iter().filter(|g| {
             matches!(
                 g.verb.as_str(),
@@ -218,8 +221,20 @@ fn writers(s: &Snapshot) -> Vec<(Subject, u64)> {
             ) && (200..300).contains(&g.code)
                 && actors.is_controller(&g.identity)
         }) {
-            *by.entry(identity_subject(&g.identity.client()))
+            *per_client
+                .entry(g.identity.client())
+                .or_default()
+                .entry(g.identity.manager.clone())
                 .or_default() += g.count;
+        }
+        for (client, managers) in per_client {
+            let total: u64 = managers.values().sum();
+            let manager = managers
+                .into_iter()
+                .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(&a.0)))
+                .and_then(|(m, _)| m);
+            let id = Identity { manager, ..client };
+            *by.entry(identity_subject(&id)).or_default() += total;
         }
     }
     if by.is_empty() {
