@@ -278,14 +278,15 @@ pub(crate) fn reconciled_by<'a>(
             let why = format!("of kind {}", live_kind(&of_kind));
             return (of_kind, why);
         }
-        // A controller reconciles every object of its kind, also the ones it has not written (yet).
-        let mut kinds: Vec<(&str, &str)> = live
+        // A controller reconciles every object of its kind, also the ones it has not written (yet), in the
+        // namespaces it works in (a controller per namespace, as in the demo, is not charged for its neighbour's).
+        let mut kinds: Vec<(&str, &str, Option<&str>)> = live
             .iter()
             .filter(|o| {
                 o.managers.iter().any(|m| &*m.manager == c)
                     || o.writers.iter().any(|w| w.manager == c)
             })
-            .map(|o| (&*o.group, &*o.kind))
+            .map(|o| (&*o.group, &*o.kind, o.namespace.as_deref()))
             .collect();
         kinds.sort_unstable();
         kinds.dedup();
@@ -293,13 +294,20 @@ pub(crate) fn reconciled_by<'a>(
             let of_kinds: Vec<&ObjectRecord> = live
                 .iter()
                 .copied()
-                .filter(|o| kinds.contains(&(&*o.group, &*o.kind)))
+                .filter(|o| kinds.contains(&(&*o.group, &*o.kind, o.namespace.as_deref())))
                 .collect();
-            let names: Vec<&str> = kinds.iter().map(|k| k.1).collect();
+            let mut names: Vec<&str> = kinds.iter().map(|k| k.1).collect();
+            names.dedup();
+            let namespaces = kinds.iter().filter(|k| k.2.is_some()).count();
+            let where_ = match namespaces {
+                0 => String::new(),
+                1 => " in its namespace".to_string(),
+                n => format!(" in its {n} namespaces"),
+            };
             return (
                 of_kinds,
                 format!(
-                    "its {}, the kind field manager `{c}` writes",
+                    "its {}{where_}, the kind field manager `{c}` writes",
                     names.join(", ")
                 ),
             );
@@ -334,5 +342,57 @@ pub(crate) fn controllers(
         vec![None]
     } else {
         v.into_iter().map(Some).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::live::snapshot::WriterCount;
+
+    fn obj(kind: &str, ns: &str, name: &str, writer: Option<&str>) -> ObjectRecord {
+        ObjectRecord {
+            group: "example.com".into(),
+            kind: kind.into(),
+            plural: format!("{}s", kind.to_lowercase()).into(),
+            namespace: Some(ns.into()),
+            name: name.into(),
+            writers: writer
+                .map(|w| WriterCount {
+                    manager: w.into(),
+                    subresource: "status".into(),
+                    writes: 2,
+                })
+                .into_iter()
+                .collect(),
+            ..ObjectRecord::default()
+        }
+    }
+
+    /// The demo's shape: one controller per namespace, each with its Widgets, beside ConfigMaps watched in scope.
+    #[test]
+    fn a_controller_is_judged_on_its_kind_in_its_namespaces() {
+        let mut objects = vec![
+            obj("Widget", "bad", "w-0", Some("looper")),
+            obj("Widget", "bad", "w-1", None),
+            obj("Widget", "good", "w-0", Some("good")),
+            obj("Widget", "good", "w-1", Some("good")),
+        ];
+        objects.extend((0..50).map(|i| obj("ConfigMap", "bad", &format!("cm-{i}"), None)));
+        let s = Snapshot {
+            objects,
+            ..Snapshot::default()
+        };
+        let (objs, why) = reconciled_by(&s, Some("looper"));
+        assert_eq!(objs.len(), 2, "{why}");
+        assert!(why.contains("its Widget in its namespace"), "{why}");
+        // Named after its kind, as controller-runtime names it: every Widget.
+        let (objs, why) = reconciled_by(&s, Some("widget"));
+        assert_eq!((objs.len(), why.as_str()), (4, "of kind Widget"));
+        // Nothing to tell its objects apart by: every object in scope, and said so.
+        let (objs, why) = reconciled_by(&s, None);
+        assert_eq!(objs.len(), 54);
+        assert!(why.contains("every object in scope"), "{why}");
     }
 }
