@@ -71,6 +71,14 @@ fn demo_finds_the_loop_prices_it_and_leaves_nothing_running() {
         stdout.contains("by field manager `bad-annotation-loop`"),
         "{stdout}"
     );
+    // Rates per controller: the loop's reconciles are divided by its own 20 Widgets, not by every object in scope
+    // (the good controller's 20 besides).
+    if stdout.contains("controller `bad-annotation-loop` reconciled") {
+        assert!(
+            stdout.contains("for 20 objects (its Widget in its namespace"),
+            "{stdout}"
+        );
+    }
     // bench priced it: the loop wrote many times what the good controller did.
     let cost = stdout
         .lines()
