@@ -59,13 +59,11 @@ fn kubectl_bin(env: &common::TestEnv) -> PathBuf {
         })
 }
 
-/// Runs kubectl as the admin user in the scenario's namespace, `stdin` piped in; panics when it fails.
-async fn kubectl(env: &common::TestEnv, args: &[&str], stdin: Option<String>) {
-    use tokio::io::AsyncWriteExt;
+/// kubectl as the admin user in the scenario's namespace, its discovery cache with the testenv (not in ~/.kube).
+fn kubectl_cmd(env: &common::TestEnv, args: &[&str]) -> tokio::process::Command {
     let mut cmd = tokio::process::Command::new(kubectl_bin(env));
     cmd.arg("--kubeconfig")
         .arg(env.dir.join("kubeconfig"))
-        // Its discovery cache with the testenv, not in the user's ~/.kube.
         .arg("--cache-dir")
         .arg(env.dir.join("kubectl-cache"))
         .args(["-n", &env.namespace])
@@ -73,7 +71,12 @@ async fn kubectl(env: &common::TestEnv, args: &[&str], stdin: Option<String>) {
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
-    let mut child = cmd.spawn().unwrap();
+    cmd
+}
+
+/// Waits for a kubectl run and panics when it failed.
+async fn finished(mut child: tokio::process::Child, stdin: Option<String>, args: &[&str]) {
+    use tokio::io::AsyncWriteExt;
     let mut pipe = child.stdin.take().unwrap();
     if let Some(text) = stdin {
         pipe.write_all(text.as_bytes()).await.unwrap();
@@ -85,6 +88,20 @@ async fn kubectl(env: &common::TestEnv, args: &[&str], stdin: Option<String>) {
         "kubectl {args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// Runs kubectl, `stdin` piped in; panics when it fails.
+async fn kubectl(env: &common::TestEnv, args: &[&str], stdin: Option<String>) {
+    finished(kubectl_cmd(env, args).spawn().unwrap(), stdin, args).await;
+}
+
+/// `kubectl edit` with `editor` as `KUBE_EDITOR`.
+async fn kubectl_with_editor(env: &common::TestEnv, editor: &str, args: &[&str]) {
+    let child = kubectl_cmd(env, args)
+        .env("KUBE_EDITOR", editor)
+        .spawn()
+        .unwrap();
+    finished(child, None, args).await;
 }
 
 /// `n` Widget manifests named `{prefix}-{i}`, as a file a person would `kubectl apply -f`.
@@ -702,4 +719,41 @@ async fn write_ceiling_names_the_writer() {
     )
     .await;
     judge_and_record("write-ceiling-names-the-writer", &o, &env.namespace);
+}
+
+/// A person edits Widgets with `kubectl edit` (the editor a script) and scales a Deployment up and down with
+/// `kubectl scale`, beside a good controller, with Deployments watched too: spec changes by hand, no reconcile.
+#[tokio::test]
+#[ignore = "needs testenv: ./test.sh runs it"]
+async fn people_kubectl_edit_and_scale() {
+    let _serial = SERIAL.lock().await;
+    let env = common::testenv_with_audit("corpus-kubectl-edit").await;
+    seed_widgets(&env, 6).await;
+    let deployment = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 1\n  \
+                      selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n    \
+                      spec:\n      containers:\n      - {name: web, image: nginx}\n";
+    kubectl(&env, &["create", "-f", "-"], Some(deployment.to_string())).await;
+    let o = window(
+        &env,
+        &[(Code::Good, "good-patch")],
+        &["--resource", "widgets", "--resource", "deployments"],
+        async {
+            for (i, message) in ["edited", "edited again"].into_iter().enumerate() {
+                // kubectl runs the editor through the shell with the file to edit appended.
+                let editor = format!("sed -i 's/^  message: .*/  message: {message}/'");
+                kubectl_with_editor(&env, &editor, &["edit", &format!("widget/w-{i}")]).await;
+            }
+            for replicas in ["3", "5", "2"] {
+                kubectl(
+                    &env,
+                    &["scale", "deployment/web", "--replicas", replicas],
+                    None,
+                )
+                .await;
+                tokio::time::sleep(Duration::from_millis(1500)).await;
+            }
+        },
+    )
+    .await;
+    judge_and_record("people-kubectl-edit-and-scale", &o, &env.namespace);
 }
