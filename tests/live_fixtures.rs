@@ -201,6 +201,26 @@ fn status_dropped_says_how_certain_it_is() {
         "{inferred:#?}"
     );
     assert!(ca101("no-controller-running").is_empty());
+
+    // A controller that never writes status is no controller whose status is dropped: with the API server's
+    // counters showing no write of the main resource in the window, nothing is inferred.
+    let mut snap =
+        record::without_audit(&record::read(&fixtures().join("seed-status-on-main")).unwrap());
+    let before = detectors::run_all(&snap, &Config::default());
+    assert!(before.iter().any(|f| f.code == "CA101"), "{before:#?}");
+    for m in snap
+        .metrics
+        .iter_mut()
+        .filter(|m| m.kind == ctrlaudit::live::snapshot::SourceKind::Apiserver)
+    {
+        for sc in &mut m.scrapes {
+            sc.samples.retain(|x| {
+                !(x.name == "apiserver_request_total" && x.label("resource") == "widgets")
+            });
+        }
+    }
+    let after = detectors::run_all(&snap, &Config::default());
+    assert!(after.iter().all(|f| f.code != "CA101"), "{after:#?}");
 }
 
 #[test]

@@ -49,7 +49,7 @@ const RETURNING_SLOTS: u32 = 3;
 #[derive(Debug, Default)]
 pub struct Actors {
     /// Audit-log clients (user and user agent) with their traffic and kind.
-    clients: Vec<(AuditClient, Actor)>,
+    clients: BTreeMap<Identity, (AuditClient, Actor)>,
     /// Field managers seen in managedFields or the audit log, with their kind.
     managers: BTreeMap<String, Actor>,
     /// How long the audit log spans, in seconds.
@@ -82,11 +82,16 @@ pub fn by_name(name: &str, what: &str) -> Option<Actor> {
 impl Actors {
     pub fn of(s: &Snapshot) -> Self {
         let log_secs = s.audit.as_ref().map_or(0.0, |a| a.secs());
-        let clients: Vec<(AuditClient, Actor)> = s
+        let clients: BTreeMap<Identity, (AuditClient, Actor)> = s
             .audit
             .iter()
             .flat_map(|a| &a.clients)
-            .map(|c| (c.clone(), classify_client(c, log_secs)))
+            .map(|c| {
+                (
+                    c.identity.client(),
+                    (c.clone(), classify_client(c, log_secs)),
+                )
+            })
             .collect();
         let mut out = Self {
             clients,
@@ -136,8 +141,7 @@ impl Actors {
     fn client(&self, id: &Identity) -> Actor {
         let id = id.client();
         self.clients
-            .iter()
-            .find(|(c, _)| c.identity == id)
+            .get(&id)
             .map(|(_, a)| a.clone())
             .unwrap_or_else(|| {
                 classify_client(
@@ -214,7 +218,7 @@ impl Actors {
     pub fn note(&self) -> Option<Note> {
         let mut who: Vec<String> = self
             .clients
-            .iter()
+            .values()
             .filter(|(_, a)| a.kind != ActorKind::Controller)
             .map(|(c, a)| {
                 format!(
@@ -230,8 +234,8 @@ impl Actors {
             .collect();
         let by_client: Vec<&str> = self
             .clients
-            .iter()
-            .map(|(c, _)| c.identity.user_agent.as_str())
+            .keys()
+            .map(|id| id.user_agent.as_str())
             .collect();
         who.extend(
             self.managers

@@ -239,8 +239,13 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
             })
             .filter(|(m, _)| actors.is_controller_manager(m))
             .collect();
+        // With the API server's counters at hand, a window in which nothing wrote the main resource at all
+        // shows a controller that never writes status, not one whose status is dropped.
+        let nothing_written = apiserver(s).is_some() && main_writes == 0.0;
         let inferred = if audit.is_some() || !shown.is_empty() {
             None
+        } else if nothing_written {
+            continue;
         } else {
             match infer(s, cfg, &actors, &objs, sole) {
                 Some(i) => Some(i),
