@@ -8,7 +8,7 @@ use super::{
     where_label, window,
 };
 use crate::config::Config;
-use crate::finding::Finding;
+use crate::finding::{ActorKind, Finding};
 use crate::live::actor::Actors;
 use crate::live::snapshot::{Identity, Snapshot, SourceKind};
 use std::collections::BTreeMap;
@@ -22,8 +22,10 @@ const MIN_READS: f64 = 10.0;
 
 pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
     let mut out = Vec::new();
+    let actors = Actors::of(s);
 
-    // API server: LIST (not WATCH) of custom resources.
+    // API server: LIST (not WATCH) of custom resources, less the tool's own and, when an audit log says who sent
+    // them, those of people and one-off clients (`kubectl get` in a loop is no controller).
     if let Some(src) = apiserver(s) {
         let secs = src.span_secs().max(1.0);
         let mut lists: BTreeMap<(String, String), f64> = BTreeMap::new();
@@ -38,7 +40,23 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
                 .get(&format!("list {}", rt.qualified()))
                 .copied()
                 .unwrap_or(0) as f64;
-            lists.insert((rt.group.clone(), rt.plural.clone()), (n - own).max(0.0));
+            let by_others: u64 = s
+                .audit
+                .iter()
+                .flat_map(|a| &a.groups)
+                .filter(|g| {
+                    g.verb == "list"
+                        && g.group == rt.group
+                        && g.resource == rt.plural
+                        // The tool's own are counted above, by the tool itself.
+                        && actors.identity(&g.identity.client()).kind == ActorKind::Client
+                })
+                .map(|g| g.count)
+                .sum();
+            lists.insert(
+                (rt.group.clone(), rt.plural.clone()),
+                (n - own - by_others as f64).max(0.0),
+            );
         }
         for ((group, plural), n) in lists {
             let per_min = n / (secs / 60.0);
@@ -97,7 +115,6 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
         let minutes = a.secs() / 60.0;
         type Key = (Identity, String, String, Option<String>);
         let mut per: BTreeMap<Key, (f64, f64, u64)> = BTreeMap::new();
-        let actors = Actors::of(s);
         for g in &a.groups {
             if !(200..300).contains(&g.code) || !actors.is_controller(&g.identity.client()) {
                 continue;
@@ -153,4 +170,77 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::live::snapshot::{
+        AuditGroup, AuditSummary, MetricSample, MetricSource, ResourceType, Scrape,
+    };
+
+    /// The API server counted `lists` LISTs of widgets over a minute.
+    fn snapshot(lists: f64) -> Snapshot {
+        let sample = |v: f64| MetricSample {
+            name: "apiserver_request_total".into(),
+            labels: [
+                ("verb", "LIST"),
+                ("group", "example.com"),
+                ("resource", "widgets"),
+            ]
+            .into_iter()
+            .collect(),
+            value: v,
+        };
+        let scrape = |t_ms: i64, v: f64| Scrape {
+            t_ms,
+            samples: vec![sample(v)],
+            families: Vec::new(),
+        };
+        Snapshot {
+            resources: vec![ResourceType {
+                group: "example.com".into(),
+                kind: "Widget".into(),
+                plural: "widgets".into(),
+                watched: true,
+                ..ResourceType::default()
+            }],
+            metrics: vec![MetricSource {
+                name: "apiserver".into(),
+                kind: SourceKind::Apiserver,
+                scrapes: vec![scrape(0, 0.0), scrape(60_000, lists)],
+                ..MetricSource::default()
+            }],
+            ..Snapshot::default()
+        }
+    }
+
+    /// A person running `kubectl get widgets` in a loop: the counters alone cannot tell (a finding on the type);
+    /// with the audit log that names kubectl for those LISTs there is nothing left to judge.
+    #[test]
+    fn lists_that_the_audit_log_gives_to_a_person_are_not_judged() {
+        let mut s = snapshot(30.0);
+        assert_eq!(detect(&s, &Config::default()).len(), 1);
+        s.audit = Some(AuditSummary {
+            requests: 30,
+            first_ms: Some(0),
+            last_ms: Some(60_000),
+            groups: vec![AuditGroup {
+                identity: Identity {
+                    user: "alice".into(),
+                    user_agent: "kubectl/v1.34.12 (linux/amd64) kubernetes/0000000".into(),
+                    manager: None,
+                },
+                verb: "list".into(),
+                group: "example.com".into(),
+                resource: "widgets".into(),
+                code: 200,
+                count: 30,
+                ..AuditGroup::default()
+            }],
+            ..AuditSummary::default()
+        });
+        assert!(detect(&s, &Config::default()).is_empty());
+    }
 }
