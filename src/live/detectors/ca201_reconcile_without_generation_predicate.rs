@@ -5,13 +5,13 @@
 //! object in scope (under `-A` a real storm would hide below the threshold).
 
 use super::{
-    Hits, finding, manager_subject, metrics_subject, objects_by_type, on_objects, value,
-    watched_minutes, where_label, window, with_identity,
+    Hits, finding, manager_subject, metrics_subject, objects_by_type, on_objects, reconciled_by,
+    value, watched_minutes, where_label, window, with_identity,
 };
 use crate::config::Config;
 use crate::finding::Finding;
 use crate::live::actor::Actors;
-use crate::live::snapshot::{Identity, ObjectRecord, Snapshot, SourceKind};
+use crate::live::snapshot::{Identity, Snapshot, SourceKind};
 use std::collections::BTreeMap;
 
 /// Reconciles per object beyond this multiple of (objects + spec changes) is a storm, not catch-up.
@@ -260,77 +260,6 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
     out
 }
 
-/// The live objects a controller reconciles, and how they were told apart: those of the kind it is named after
-/// (controller-runtime names a controller after its `For` kind), else those of the kinds it writes under its name
-/// as field manager, else those of the one type watched, else every object in scope (said so).
-pub(crate) fn reconciled_by<'a>(
-    s: &'a Snapshot,
-    controller: Option<&str>,
-) -> (Vec<&'a ObjectRecord>, String) {
-    let live: Vec<&ObjectRecord> = s.objects.iter().filter(|o| !o.deleted).collect();
-    if let Some(c) = controller.filter(|c| !c.is_empty()) {
-        let of_kind: Vec<&ObjectRecord> = live
-            .iter()
-            .copied()
-            .filter(|o| o.kind.eq_ignore_ascii_case(c) || o.plural.eq_ignore_ascii_case(c))
-            .collect();
-        if !of_kind.is_empty() {
-            let why = format!("of kind {}", live_kind(&of_kind));
-            return (of_kind, why);
-        }
-        // A controller reconciles every object of its kind, also the ones it has not written (yet), in the
-        // namespaces it works in (a controller per namespace, as in the demo, is not charged for its neighbour's).
-        let mut kinds: Vec<(&str, &str, Option<&str>)> = live
-            .iter()
-            .filter(|o| {
-                o.managers.iter().any(|m| &*m.manager == c)
-                    || o.writers.iter().any(|w| w.manager == c)
-            })
-            .map(|o| (&*o.group, &*o.kind, o.namespace.as_deref()))
-            .collect();
-        kinds.sort_unstable();
-        kinds.dedup();
-        if !kinds.is_empty() {
-            let of_kinds: Vec<&ObjectRecord> = live
-                .iter()
-                .copied()
-                .filter(|o| kinds.contains(&(&*o.group, &*o.kind, o.namespace.as_deref())))
-                .collect();
-            let mut names: Vec<&str> = kinds.iter().map(|k| k.1).collect();
-            names.dedup();
-            let namespaces = kinds.iter().filter(|k| k.2.is_some()).count();
-            let where_ = match namespaces {
-                0 => String::new(),
-                1 => " in its namespace".to_string(),
-                n => format!(" in its {n} namespaces"),
-            };
-            return (
-                of_kinds,
-                format!(
-                    "its {}{where_}, the kind field manager `{c}` writes",
-                    names.join(", ")
-                ),
-            );
-        }
-    }
-    let mut types: Vec<(&str, &str)> = live.iter().map(|o| (&*o.group, &*o.kind)).collect();
-    types.sort_unstable();
-    types.dedup();
-    if types.len() == 1 {
-        let why = format!("every {} in scope, the one type watched", live_kind(&live));
-        return (live, why);
-    }
-    (
-        live,
-        "every object in scope: none is told apart as its own".to_string(),
-    )
-}
-
-fn live_kind(objs: &[&ObjectRecord]) -> String {
-    objs.first()
-        .map_or_else(String::new, |o| o.kind.to_string())
-}
-
 /// The values of the controller label on the reconcile counter, or one `None` when it has no such label.
 pub(crate) fn controllers(
     src: &crate::live::snapshot::MetricSource,
@@ -349,7 +278,7 @@ pub(crate) fn controllers(
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use crate::live::snapshot::WriterCount;
+    use crate::live::snapshot::{ObjectRecord, WriterCount};
 
     fn obj(kind: &str, ns: &str, name: &str, writer: Option<&str>) -> ObjectRecord {
         ObjectRecord {

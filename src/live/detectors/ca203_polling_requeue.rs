@@ -1,8 +1,8 @@
 //! CA203 live: polling. A large `requeue_after` share of the controller's reconciles, or reconciles at a
-//! steady rate per object while none of the watched objects changed at all.
+//! steady rate per object while none of its objects changed at all (its objects: see `reconciled_by`).
 
 use super::ca201_reconcile_without_generation_predicate::controllers;
-use super::{finding, metrics_subject, pct, value, window};
+use super::{finding, metrics_subject, pct, reconciled_by, value, window};
 use crate::config::Config;
 use crate::finding::Finding;
 use crate::live::snapshot::{MetricSample, Snapshot, SourceKind};
@@ -15,18 +15,19 @@ const MIN_RECONCILES: f64 = 10.0;
 pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
     let names = &cfg.metrics;
     let poll_limit = cfg.thresholds.polling_requeue_secs;
-    let objects = s.objects.iter().filter(|o| !o.deleted).count() as f64;
-    let writes: u32 = s.objects.iter().map(|o| o.writes.total).sum();
-    let created = s
-        .objects
-        .iter()
-        .filter(|o| o.created_ms.is_some_and(|c| c >= s.window.start_ms))
-        .count();
     let mut out = Vec::new();
     for src in s.sources(SourceKind::Controller) {
         let secs = src.span_secs();
         for controller in controllers(src, cfg) {
             let controller = controller.as_ref();
+            // Its own objects: the period per object is that of the objects it reconciles.
+            let (objs, _) = reconciled_by(s, controller.map(String::as_str));
+            let objects = objs.len() as f64;
+            let writes: u32 = objs.iter().map(|o| o.writes.total).sum();
+            let created = objs
+                .iter()
+                .filter(|o| o.created_ms.is_some_and(|c| c >= s.window.start_ms))
+                .count();
             let of = |x: &MetricSample| {
                 controller.is_none_or(|c| x.label(&names.controller_label) == c.as_str())
             };
@@ -62,7 +63,7 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
             } else {
                 format!(
                     "{who} reconciled {total:.0} times in {secs:.0} s ({rate:.1}/s, every {:.1} s per object, limit \
-                     {poll_limit:.0} s) while none of the {objects:.0} watched objects changed: it polls",
+                     {poll_limit:.0} s) while none of its {objects:.0} objects changed: it polls",
                     period.unwrap_or_default(),
                 )
             };

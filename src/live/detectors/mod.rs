@@ -286,6 +286,77 @@ pub(crate) fn objects_by_type(s: &Snapshot) -> BTreeMap<TypeKey, Vec<&ObjectReco
     m
 }
 
+/// The live objects a controller reconciles, and how they were told apart: those of the kind it is named after
+/// (controller-runtime names a controller after its `For` kind), else those of the kinds it writes under its name
+/// as field manager, else those of the one type watched, else every object in scope (said so).
+pub(crate) fn reconciled_by<'a>(
+    s: &'a Snapshot,
+    controller: Option<&str>,
+) -> (Vec<&'a ObjectRecord>, String) {
+    let live: Vec<&ObjectRecord> = s.objects.iter().filter(|o| !o.deleted).collect();
+    if let Some(c) = controller.filter(|c| !c.is_empty()) {
+        let of_kind: Vec<&ObjectRecord> = live
+            .iter()
+            .copied()
+            .filter(|o| o.kind.eq_ignore_ascii_case(c) || o.plural.eq_ignore_ascii_case(c))
+            .collect();
+        if !of_kind.is_empty() {
+            let why = format!("of kind {}", live_kind(&of_kind));
+            return (of_kind, why);
+        }
+        // A controller reconciles every object of its kind, also the ones it has not written (yet), in the
+        // namespaces it works in (a controller per namespace, as in the demo, is not charged for its neighbour's).
+        let mut kinds: Vec<(&str, &str, Option<&str>)> = live
+            .iter()
+            .filter(|o| {
+                o.managers.iter().any(|m| &*m.manager == c)
+                    || o.writers.iter().any(|w| w.manager == c)
+            })
+            .map(|o| (&*o.group, &*o.kind, o.namespace.as_deref()))
+            .collect();
+        kinds.sort_unstable();
+        kinds.dedup();
+        if !kinds.is_empty() {
+            let of_kinds: Vec<&ObjectRecord> = live
+                .iter()
+                .copied()
+                .filter(|o| kinds.contains(&(&*o.group, &*o.kind, o.namespace.as_deref())))
+                .collect();
+            let mut names: Vec<&str> = kinds.iter().map(|k| k.1).collect();
+            names.dedup();
+            let namespaces = kinds.iter().filter(|k| k.2.is_some()).count();
+            let where_ = match namespaces {
+                0 => String::new(),
+                1 => " in its namespace".to_string(),
+                n => format!(" in its {n} namespaces"),
+            };
+            return (
+                of_kinds,
+                format!(
+                    "its {}{where_}, the kind field manager `{c}` writes",
+                    names.join(", ")
+                ),
+            );
+        }
+    }
+    let mut types: Vec<(&str, &str)> = live.iter().map(|o| (&*o.group, &*o.kind)).collect();
+    types.sort_unstable();
+    types.dedup();
+    if types.len() == 1 {
+        let why = format!("every {} in scope, the one type watched", live_kind(&live));
+        return (live, why);
+    }
+    (
+        live,
+        "every object in scope: none is told apart as its own".to_string(),
+    )
+}
+
+fn live_kind(objs: &[&ObjectRecord]) -> String {
+    objs.first()
+        .map_or_else(String::new, |o| o.kind.to_string())
+}
+
 /// Minutes an object was under watch during the window (at least one second's worth).
 pub(crate) fn watched_minutes(s: &Snapshot, o: &ObjectRecord) -> f64 {
     let from = o.first_seen_ms.max(s.window.start_ms);
