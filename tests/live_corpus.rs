@@ -576,12 +576,13 @@ async fn seed_annotation_loop() {
 async fn seed_status_on_main() {
     let _serial = SERIAL.lock().await;
     let env = common::testenv_with_audit("corpus-seed-status").await;
-    seed_widgets(&env, 6).await;
+    // Created in the window, so that the controller's writes fall in it whatever the machine's speed (it writes
+    // each object once: created before, they could all be done before the first scrape).
     let o = window(
         &env,
         &[(Code::BadStatusOnMain, "bad-status-on-main")],
         &[],
-        async {},
+        seed_widgets(&env, 6),
     )
     .await;
     judge_and_record("seed-status-on-main", &o, &env.namespace);
@@ -639,12 +640,11 @@ async fn seed_good_patch_beside_helm() {
 async fn status_on_main_on_a_managed_cluster() {
     let _serial = SERIAL.lock().await;
     let env = common::testenv_with_audit("corpus-managed").await;
-    seed_widgets(&env, 6).await;
     let mut o = window(
         &env,
         &[(Code::BadStatusOnMain, "bad-status-on-main")],
         &["--no-apiserver-metrics"],
-        async {},
+        seed_widgets(&env, 6),
     )
     .await;
     // The same window's audit events as a Metadata-level policy would have logged them: no bodies.
