@@ -3,9 +3,9 @@
 //! GETting a namespace once per object it applies, or a deploy job re-applying identical manifests, has no
 //! reconcile to fix. Pure: the snapshot in, a classification and a note out.
 //!
-//! The evidence, strongest first: the name a client gives itself (user agent, field manager), then the shape of
-//! its traffic in an audit log (a watch held; requests coming back over the window, or one burst), and last the
-//! default for a name nobody knows: a controller, which is what writes objects again and again.
+//! The evidence, strongest first: the name a client gives itself (user agent, field manager), then what the audit
+//! log shows of it (a watch held; a person's account; requests coming back over the window, or one burst), and
+//! last the default for a name nobody knows: a controller, which is what writes objects again and again.
 
 use crate::finding::{Actor, ActorKind, Subject};
 use crate::live::snapshot::{AuditClient, Identity, Snapshot};
@@ -275,6 +275,16 @@ fn classify_client(c: &AuditClient, log_secs: f64) -> Actor {
     if c.watched {
         return actor(ActorKind::Controller, "holds a watch");
     }
+    // An e-mail address is how OIDC names a person; workloads run as service accounts or certificates.
+    if c.identity.user.contains('@') {
+        return actor(
+            ActorKind::Client,
+            format!(
+                "user {} is a person's account, and it holds no watch",
+                c.identity.user
+            ),
+        );
+    }
     let span = c.span_secs();
     if c.active_slots >= RETURNING_SLOTS && span > BURST_SECS {
         return actor(
@@ -364,5 +374,11 @@ mod tests {
         // A short window cannot tell a burst from a loop: no judgement against it.
         let a = classify_client(&client("deployer/1.0", false, 0, 3, 1), 9.0);
         assert_eq!(a.kind, ActorKind::Controller);
+        // A person's account (OIDC) with a script of its own, without a watch.
+        let mut c = client("python-requests/2.32", false, 0, 3, 1);
+        c.identity.user = "alice@example.com".into();
+        assert_eq!(classify_client(&c, 9.0).kind, ActorKind::Client);
+        c.watched = true;
+        assert_eq!(classify_client(&c, 9.0).kind, ActorKind::Controller);
     }
 }

@@ -682,9 +682,10 @@ fn follow_owners(
                         o.handovers += 1;
                         if o.owners.iter().any(|(m, v)| *m == manager && *v == value) {
                             o.reverts += 1;
-                            // Co-owners applying one value hand it around without a fight.
+                            // Co-owners applying one value hand it around without a fight. A value the watch
+                            // cannot see (0: a metadata-only watch of a built-in kind's spec) may have changed.
                             let held = o.owners.iter().find(|(m, _)| *m == o.owner).map(|x| x.1);
-                            o.flips += u32::from(held != Some(value));
+                            o.flips += u32::from(value == UNSEEN || held != Some(value));
                         }
                         o.owner = manager.clone();
                     }
@@ -716,6 +717,9 @@ fn follow_owners(
     }
 }
 
+/// The value hash of a leaf the object does not show (a metadata-only watch has no spec or status).
+const UNSEEN: u64 = 0;
+
 /// The leaf fields of one managedFields entry (`fieldsV1`) as paths, with a hash of each one's value in `obj`.
 /// Metadata other than labels and annotations is left out (every writer touches it); a list keyed by `k:`/`v:`
 /// entries counts as one leaf, the whole list.
@@ -733,7 +737,7 @@ fn owned_leaves(obj: &DynamicObject, fields: &Value) -> Vec<(String, u64)> {
             .any(|k| k.starts_with("k:") || k.starts_with("v:") || k.starts_with("i:"));
         if named.is_empty() || keyed {
             if !prefix.is_empty() && out.len() < MAX_LEAVES {
-                out.push((prefix.to_string(), value.map_or(0, hash_of)));
+                out.push((prefix.to_string(), value.map_or(UNSEEN, hash_of)));
             }
             return;
         }
@@ -767,7 +771,7 @@ fn owned_leaves(obj: &DynamicObject, fields: &Value) -> Vec<(String, u64)> {
                         let value = map.as_ref().and_then(|m| m.get(key));
                         out.push((
                             format!("metadata.{section}[{key}]"),
-                            value.map_or(0, |v| hash_str(v)),
+                            value.map_or(UNSEEN, |v| hash_str(v)),
                         ));
                     }
                 }
@@ -1196,6 +1200,28 @@ mod tests {
         let h = &t.records()[0].handovers[0];
         assert!(h.handovers >= 3 && h.reverts >= 1, "{h:?}");
         assert_eq!(h.flips, Some(0), "{h:?}");
+    }
+
+    /// A metadata-only watch (a built-in kind's spec) shows who owns `spec.replicas` but not its value: a revert
+    /// there may be a flip, and counts as one, as before flips existed.
+    #[test]
+    fn a_revert_of_a_value_the_watch_cannot_see_counts_as_a_flip() {
+        let mut t = TypeTracker::new("g", "Widget", "widgets");
+        t.handle(0, WatchEvent::Init);
+        t.handle(
+            0,
+            WatchEvent::InitApply(&fought(1, 1, "a", "2026-01-01T00:00:01Z")),
+        );
+        t.handle(0, WatchEvent::InitDone);
+        for (i, owner) in ["b", "a", "b", "a"].into_iter().enumerate() {
+            let rv = i as u32 + 2;
+            let stamp = format!("2026-01-01T00:00:0{rv}Z");
+            let mut obj = fought(rv, 1, owner, &stamp);
+            obj.data.as_object_mut().unwrap().remove("spec");
+            t.handle(i64::from(rv) * 1000, WatchEvent::Apply(&obj));
+        }
+        let h = &t.records()[0].handovers[0];
+        assert!(h.flips.is_some_and(|f| f >= 1), "{h:?}");
     }
 
     #[test]
