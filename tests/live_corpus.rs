@@ -1,7 +1,7 @@
 //! The live accuracy corpus: windows on testenv that mix controllers with the people and tools every real
-//! namespace also has (kubectl apply, annotate and label bursts, a helm-like install and upgrade, two GitOps
-//! tools and a CI job re-applying identical manifests, an autoscaler, a controller that only reads), beside the
-//! seed controllers of the benchmark the project grew from.
+//! namespace also has (kubectl apply, edit, scale, annotate and label bursts, a helm-like install and upgrade,
+//! two GitOps tools and a CI job re-applying identical manifests, an autoscaler, a controller that only reads),
+//! beside the seed controllers of the benchmark the project grew from.
 //!
 //! Each scenario runs once against the real API server with its audit log, as the read-only identity under
 //! live's own user agent, and is judged by its hand-written labels (`fixtures/live/<scenario>/labels.json`: the
@@ -274,7 +274,7 @@ async fn window_working<F: Future<Output = ()>>(
     o
 }
 
-/// Creates `n` Widgets as the test's own client before the window (objects a controller finds on start).
+/// Creates `n` Widgets `w-{i}` with `kubectl create`, as a person setting up the namespace.
 async fn seed_widgets(env: &common::TestEnv, n: usize) {
     kubectl(
         env,
