@@ -15,7 +15,7 @@ mod common;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use common::live::{observe_as, start_variant_working};
+use common::live::{observe_as, stable_snapshot, start_variant_working};
 use ctrlaudit::bench::variants::Code;
 use ctrlaudit::bench::widget::Widget;
 use ctrlaudit::config::Config;
@@ -192,19 +192,7 @@ fn judge_and_record(name: &str, o: &Observed, ns: &str) {
         .unwrap_or_else(|| {
             panic!("{name}: fixtures/live/{name}/labels.json is missing: write the labels first")
         });
-    let text = serde_json::to_string(&o.snapshot)
-        .unwrap()
-        .replace(ns, &format!("live-{name}"));
-    let mut snap: Snapshot = serde_json::from_str(&text).unwrap();
-    for m in &mut snap.metrics {
-        for s in &mut m.scrapes {
-            s.samples.retain(|x| {
-                x.labels
-                    .get("group")
-                    .is_none_or(|g| g.is_empty() || g == "bench.ctrlaudit.io")
-            });
-        }
-    }
+    let mut snap = stable_snapshot(o, ns, name);
     assert!(snap.audit.is_some(), "{name}: the window read no audit log");
     // Kept for a look when a label fails (target/ is not part of the checkout).
     let kept = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
-use common::live::{observe, start_variant};
+use common::live::{observe, stable_snapshot, start_variant};
 use ctrlaudit::bench::variants::Code;
 use ctrlaudit::bench::widget::{Widget, WidgetSpec};
 use ctrlaudit::cli::{Cli, Command};
@@ -85,20 +85,7 @@ fn record_fixture(name: &str, o: &Observed, ns: &str) {
         return;
     }
     let dir = fixtures().join(name);
-    let text = serde_json::to_string(&o.snapshot)
-        .unwrap()
-        .replace(ns, &format!("live-{name}"));
-    let mut snap: Snapshot = serde_json::from_str(&text).unwrap();
-    // The cluster-wide API server counters of other resources are noise in a fixture.
-    for m in &mut snap.metrics {
-        for s in &mut m.scrapes {
-            s.samples.retain(|x| {
-                x.labels
-                    .get("group")
-                    .is_none_or(|g| g.is_empty() || g == "bench.ctrlaudit.io")
-            });
-        }
-    }
+    let snap = stable_snapshot(o, ns, name);
     let findings = detectors::run_all(&snap, &Config::default());
     record::write(&dir, &snap, &findings).unwrap();
 }

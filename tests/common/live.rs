@@ -12,6 +12,7 @@ use ctrlaudit::bench::instrument::{StopHandle, VariantCtx, VariantOptions};
 use ctrlaudit::bench::variants::{self, Code};
 use ctrlaudit::cli::{Cli, Command};
 use ctrlaudit::config::Config;
+use ctrlaudit::live::snapshot::Snapshot;
 use ctrlaudit::live::{self, Observed};
 use ctrlaudit::policy::Policy;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -155,4 +156,23 @@ pub async fn observe_as<F: Future<Output = ()>>(
     tokio::time::sleep(Duration::from_millis(1500)).await;
     drive.await;
     handle.await.unwrap().unwrap()
+}
+
+/// The window as a fixture keeps it: the namespace renamed `live-<name>` (stable across runs) and the API
+/// server's cluster-wide counters of other resources left out (noise in a fixture).
+pub fn stable_snapshot(o: &Observed, ns: &str, name: &str) -> Snapshot {
+    let text = serde_json::to_string(&o.snapshot)
+        .unwrap()
+        .replace(ns, &format!("live-{name}"));
+    let mut snap: Snapshot = serde_json::from_str(&text).unwrap();
+    for m in &mut snap.metrics {
+        for s in &mut m.scrapes {
+            s.samples.retain(|x| {
+                x.labels
+                    .get("group")
+                    .is_none_or(|g| g.is_empty() || g == "bench.ctrlaudit.io")
+            });
+        }
+    }
+    snap
 }
