@@ -125,10 +125,12 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
     let writers = writers(s);
     let seen: u64 = writers.iter().map(|w| w.1).sum();
     if writers.is_empty() {
-        parts.push(
-            "no controller's writes were seen to name (no audit log, no watched writes)"
-                .to_string(),
-        );
+        parts.push(if s.audit.is_some() {
+            "no controller's writes were seen to name (in the audit log or by the watch)".to_string()
+        } else {
+            "no controller's writes were seen to name (no audit log was read, and the watch saw none)"
+                .to_string()
+        });
     } else {
         parts.push(format!(
             "the writes seen come from {}",
