@@ -188,16 +188,14 @@ impl Actors {
         else {
             return None;
         };
-        if let Some(ua) = user_agent {
-            if ua.starts_with("metrics: ") {
-                return Some(actor(
-                    ActorKind::Controller,
-                    "serves controller metrics (reconcile counters)",
-                ));
-            }
-            if let Some(a) = by_name(ua, "user agent") {
-                return Some(a);
-            }
+        if user_agent
+            .as_deref()
+            .is_some_and(|ua| ua.starts_with("metrics: "))
+        {
+            return Some(actor(
+                ActorKind::Controller,
+                "serves controller metrics (reconcile counters)",
+            ));
         }
         Some(self.identity(&Identity {
             user: user.clone().unwrap_or_default(),

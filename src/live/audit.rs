@@ -102,7 +102,8 @@ impl AuditFolder {
         self.event(&ev);
     }
 
-    /// The client who sent `ev` (user and user agent), if `ev` is in the namespace and time kept.
+    /// The client who sent `ev` (user and user agent), if `ev` is in the namespace and time kept: for a watch's
+    /// `ResponseStarted` event, which `event` never sees.
     fn client_of(&self, ev: &Value) -> Option<(Identity, Option<i64>)> {
         let namespace = ev["objectRef"]["namespace"].as_str();
         if let Some(want) = &self.namespace
@@ -183,11 +184,6 @@ impl AuditFolder {
             self.last_ms = Some(self.last_ms.map_or(t, |l| l.max(t)));
         }
         let verb = s(&ev["verb"]);
-        if let Some((client, t)) = self.client_of(ev) {
-            let c = self.client(client, t);
-            c.requests += 1;
-            c.watched |= verb == "watch";
-        }
         let group = s(&obj_ref["apiGroup"]);
         let resource = s(&obj_ref["resource"]);
         let subresource = s(&obj_ref["subresource"]);
@@ -211,6 +207,10 @@ impl AuditFolder {
                 None
             },
         };
+        // The namespace and the time were checked above, for the client's record too.
+        let c = self.client(identity.client(), t);
+        c.requests += 1;
+        c.watched |= verb == "watch";
         let req = ev.get("requestObject").filter(|v| v.is_object());
         let resp = ev.get("responseObject").filter(|v| v.is_object());
         let main_write = matches!(verb.as_str(), "update" | "patch") && subresource.is_empty();

@@ -228,7 +228,8 @@ pub async fn observe(
         }
     };
     let mut snapshot = snapshot;
-    let mut findings = detectors::run_all(&snapshot, cfg);
+    let actors = actor::Actors::of(&snapshot);
+    let mut findings = detectors::run_all_with(&snapshot, &actors, cfg);
     policy.apply(&mut findings);
     let excluded = exclude::apply(&snapshot, &cfg.live, &mut findings);
     if let Some(dir) = &a.record {
@@ -237,7 +238,7 @@ pub async fn observe(
     // After the recording: a replay of it applies the exclusions again and says so itself, and classifies the
     // actors again.
     snapshot.notes.extend(excluded);
-    snapshot.notes.extend(actor::Actors::of(&snapshot).note());
+    snapshot.notes.extend(actors.note());
     Ok(Observed { snapshot, findings })
 }
 

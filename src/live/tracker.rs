@@ -1143,33 +1143,42 @@ mod tests {
         .unwrap()
     }
 
-    #[test]
-    fn a_field_flipped_between_two_managers_counts_handovers_and_reverts() {
+    /// The record of one Widget that `first` owned when the watch started and then each of `writes` (the
+    /// `spec.count` it sets, its manager) took over in turn, one second apart; with `spec_seen` false the watch
+    /// shows no spec, as a metadata-only watch of a built-in kind.
+    fn after_writes(first: &str, writes: &[(i64, &str)], spec_seen: bool) -> ObjectRecord {
         let mut t = TypeTracker::new("g", "Widget", "widgets");
         t.handle(0, WatchEvent::Init);
         t.handle(
             0,
-            WatchEvent::InitApply(&fought(1, 1, "operator", "2026-01-01T00:00:01Z")),
+            WatchEvent::InitApply(&fought(1, 1, first, "2026-01-01T00:00:01Z")),
         );
         t.handle(0, WatchEvent::InitDone);
-        // scaler sets 2, operator puts 1 back, scaler 2 again, operator 1 again.
-        for (i, (count, owner)) in [
-            (2, "scaler"),
-            (1, "operator"),
-            (2, "scaler"),
-            (1, "operator"),
-        ]
-        .into_iter()
-        .enumerate()
-        {
+        for (i, (count, owner)) in writes.iter().enumerate() {
             let rv = i as u32 + 2;
             let stamp = format!("2026-01-01T00:00:0{rv}Z");
-            t.handle(
-                i64::from(rv) * 1000,
-                WatchEvent::Apply(&fought(rv, count, owner, &stamp)),
-            );
+            let mut obj = fought(rv, *count, owner, &stamp);
+            if !spec_seen {
+                obj.data.as_object_mut().unwrap().remove("spec");
+            }
+            t.handle(i64::from(rv) * 1000, WatchEvent::Apply(&obj));
         }
-        let r = &t.records()[0];
+        t.records().remove(0)
+    }
+
+    #[test]
+    fn a_field_flipped_between_two_managers_counts_handovers_and_reverts() {
+        // scaler sets 2, operator puts 1 back, scaler 2 again, operator 1 again.
+        let r = after_writes(
+            "operator",
+            &[
+                (2, "scaler"),
+                (1, "operator"),
+                (2, "scaler"),
+                (1, "operator"),
+            ],
+            true,
+        );
         assert_eq!(r.handovers.len(), 1, "{r:?}");
         let h = &r.handovers[0];
         assert_eq!(h.field, "spec.count");
@@ -1182,22 +1191,9 @@ mod tests {
     /// the value it set before: reverts, but no flip, since the value never changes.
     #[test]
     fn co_owners_of_one_value_hand_it_around_without_flips() {
-        let mut t = TypeTracker::new("g", "Widget", "widgets");
-        t.handle(0, WatchEvent::Init);
-        t.handle(
-            0,
-            WatchEvent::InitApply(&fought(1, 1, "a", "2026-01-01T00:00:01Z")),
-        );
-        t.handle(0, WatchEvent::InitDone);
-        for (i, owner) in ["b", "c", "a", "b", "c", "a"].into_iter().enumerate() {
-            let rv = i as u32 + 2;
-            let stamp = format!("2026-01-01T00:00:0{rv}Z");
-            t.handle(
-                i64::from(rv) * 1000,
-                WatchEvent::Apply(&fought(rv, 1, owner, &stamp)),
-            );
-        }
-        let h = &t.records()[0].handovers[0];
+        let writes = ["b", "c", "a", "b", "c", "a"].map(|owner| (1, owner));
+        let r = after_writes("a", &writes, true);
+        let h = &r.handovers[0];
         assert!(h.handovers >= 3 && h.reverts >= 1, "{h:?}");
         assert_eq!(h.flips, Some(0), "{h:?}");
     }
@@ -1206,21 +1202,9 @@ mod tests {
     /// there may be a flip, and counts as one, as before flips existed.
     #[test]
     fn a_revert_of_a_value_the_watch_cannot_see_counts_as_a_flip() {
-        let mut t = TypeTracker::new("g", "Widget", "widgets");
-        t.handle(0, WatchEvent::Init);
-        t.handle(
-            0,
-            WatchEvent::InitApply(&fought(1, 1, "a", "2026-01-01T00:00:01Z")),
-        );
-        t.handle(0, WatchEvent::InitDone);
-        for (i, owner) in ["b", "a", "b", "a"].into_iter().enumerate() {
-            let rv = i as u32 + 2;
-            let stamp = format!("2026-01-01T00:00:0{rv}Z");
-            let mut obj = fought(rv, 1, owner, &stamp);
-            obj.data.as_object_mut().unwrap().remove("spec");
-            t.handle(i64::from(rv) * 1000, WatchEvent::Apply(&obj));
-        }
-        let h = &t.records()[0].handovers[0];
+        let writes = ["b", "a", "b", "a"].map(|owner| (1, owner));
+        let r = after_writes("a", &writes, false);
+        let h = &r.handovers[0];
         assert!(h.flips.is_some_and(|f| f >= 1), "{h:?}");
     }
 

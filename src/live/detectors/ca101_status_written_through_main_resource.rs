@@ -122,9 +122,8 @@ fn infer(
     })
 }
 
-pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
+pub fn detect(s: &Snapshot, actors: &Actors, cfg: &Config) -> Vec<Finding> {
     let mut out = Vec::new();
-    let actors = Actors::of(s);
 
     // Exact evidence from the audit log, per identity, resource and namespace.
     type Key = (String, String, Option<String>);
@@ -247,7 +246,7 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
         } else if nothing_written {
             continue;
         } else {
-            match infer(s, cfg, &actors, &objs, sole) {
+            match infer(s, cfg, actors, &objs, sole) {
                 Some(i) => Some(i),
                 None => continue,
             }

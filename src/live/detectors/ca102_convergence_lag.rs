@@ -4,6 +4,7 @@
 use super::{finding, objects_by_type, on_objects, type_subject, value, where_label, window};
 use crate::config::Config;
 use crate::finding::{Finding, Subject};
+use crate::live::actor::Actors;
 use crate::live::snapshot::{ObjectRecord, Snapshot};
 
 /// Objects listed by name in one finding's evidence.
@@ -32,7 +33,7 @@ fn lag(o: &ObjectRecord, end_ms: i64, peers_have_status: bool) -> Option<(&'stat
     None
 }
 
-pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
+pub fn detect(s: &Snapshot, _actors: &Actors, cfg: &Config) -> Vec<Finding> {
     let limit = cfg.thresholds.convergence_lag_secs;
     let end = s.window.end_ms;
     let mut out = Vec::new();

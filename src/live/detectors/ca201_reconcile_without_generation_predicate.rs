@@ -33,9 +33,8 @@ fn evidence(hits: &Hits, rate: f64, secs: f64) -> Vec<crate::finding::Evidence> 
     ]
 }
 
-pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
+pub fn detect(s: &Snapshot, actors: &Actors, cfg: &Config) -> Vec<Finding> {
     let limit = cfg.thresholds.churn_writes_per_object_per_min;
-    let actors = Actors::of(s);
     let mut out = Vec::new();
 
     // Audit identities by field manager, to add user and user agent to a manager's finding.

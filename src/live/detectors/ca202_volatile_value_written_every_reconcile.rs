@@ -18,9 +18,8 @@ fn volatile(changes: u32, volatile_changes: u32) -> bool {
     changes >= 2 && volatile_changes * 2 >= changes
 }
 
-pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
+pub fn detect(s: &Snapshot, actors: &Actors, cfg: &Config) -> Vec<Finding> {
     let limit = cfg.thresholds.churn_writes_per_object_per_min;
-    let actors = Actors::of(s);
     let mut out = Vec::new();
 
     // From an audit log: (manager or identity, group, resource, namespace, field) → per-object rates.

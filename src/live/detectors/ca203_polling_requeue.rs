@@ -5,6 +5,7 @@ use super::ca201_reconcile_without_generation_predicate::controllers;
 use super::{finding, metrics_subject, pct, reconciled_by, value, window};
 use crate::config::Config;
 use crate::finding::Finding;
+use crate::live::actor::Actors;
 use crate::live::snapshot::{MetricSample, Snapshot, SourceKind};
 
 /// Share of `requeue_after` results from which reconciles are polling.
@@ -12,7 +13,7 @@ const REQUEUE_SHARE: f64 = 0.5;
 /// Fewer reconciles than this in the window say nothing.
 const MIN_RECONCILES: f64 = 10.0;
 
-pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
+pub fn detect(s: &Snapshot, _actors: &Actors, cfg: &Config) -> Vec<Finding> {
     let names = &cfg.metrics;
     let poll_limit = cfg.thresholds.polling_requeue_secs;
     let mut out = Vec::new();

@@ -8,6 +8,7 @@ use super::{
 };
 use crate::config::Config;
 use crate::finding::{Evidence, Finding};
+use crate::live::actor::Actors;
 use crate::live::snapshot::Snapshot;
 use std::collections::BTreeMap;
 
@@ -15,7 +16,7 @@ use std::collections::BTreeMap;
 /// are a handover (a migration to server-side apply, an operator taking over from `kubectl create`).
 const MIN_HANDOVERS: u32 = 3;
 
-pub fn detect(s: &Snapshot, _cfg: &Config) -> Vec<Finding> {
+pub fn detect(s: &Snapshot, _actors: &Actors, _cfg: &Config) -> Vec<Finding> {
     let mut out = Vec::new();
     for ((group, kind, plural, ns), objs) in objects_by_type(s) {
         // (field, the managers that owned it, sorted) → objects.
@@ -85,6 +86,11 @@ fn evidence(hits: &[(String, f64, u32)], rate: f64, secs: f64) -> Vec<Evidence> 
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    /// The detector with the snapshot's own actors and the default configuration.
+    fn judge(s: &Snapshot) -> Vec<Finding> {
+        detect(s, &Actors::of(s), &Config::default())
+    }
     use crate::live::snapshot::{FieldHandover, ObjectRecord, Window};
 
     fn snap(handovers: u32, reverts: u32) -> Snapshot {
@@ -115,7 +121,7 @@ mod tests {
 
     #[test]
     fn flips_back_and_forth_fire_once_per_field_and_pair() {
-        let f = detect(&snap(6, 4), &Config::default());
+        let f = judge(&snap(6, 4));
         assert_eq!(f.len(), 1, "{f:?}");
         assert!(
             f[0].message
@@ -131,8 +137,8 @@ mod tests {
 
     #[test]
     fn a_handover_or_a_relay_to_new_values_is_no_fight() {
-        assert!(detect(&snap(2, 1), &Config::default()).is_empty());
-        assert!(detect(&snap(5, 0), &Config::default()).is_empty());
+        assert!(judge(&snap(2, 1)).is_empty());
+        assert!(judge(&snap(5, 0)).is_empty());
     }
 
     #[test]
@@ -141,10 +147,10 @@ mod tests {
         for o in &mut s.objects {
             o.handovers[0].flips = Some(0);
         }
-        assert!(detect(&s, &Config::default()).is_empty());
+        assert!(judge(&s).is_empty());
         for o in &mut s.objects {
             o.handovers[0].flips = Some(2);
         }
-        assert_eq!(detect(&s, &Config::default()).len(), 1);
+        assert_eq!(judge(&s).len(), 1);
     }
 }

@@ -7,6 +7,7 @@ use super::{
 };
 use crate::config::Config;
 use crate::finding::Finding;
+use crate::live::actor::Actors;
 use crate::live::snapshot::{Identity, Snapshot, SourceKind};
 use std::collections::BTreeMap;
 
@@ -40,7 +41,7 @@ fn resource_path(resource: &str, subresource: &str) -> String {
     }
 }
 
-pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
+pub fn detect(s: &Snapshot, _actors: &Actors, cfg: &Config) -> Vec<Finding> {
     let mut out = Vec::new();
     let limit = cfg.thresholds.conflict_share;
 

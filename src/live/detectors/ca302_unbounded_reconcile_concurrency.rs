@@ -5,12 +5,13 @@ use super::ca403_write_rate_near_apiserver_ceiling::{near_ceiling, write_load};
 use super::{finding, metrics_subject, pct, value, window};
 use crate::config::Config;
 use crate::finding::Finding;
+use crate::live::actor::Actors;
 use crate::live::snapshot::{MetricSample, Snapshot, SourceKind};
 
 /// Workers from which concurrency is worth a look (the seed's 5).
 const MANY_WORKERS: f64 = 5.0;
 
-pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
+pub fn detect(s: &Snapshot, _actors: &Actors, cfg: &Config) -> Vec<Finding> {
     let names = &cfg.metrics;
     let load = write_load(s);
     let ceiling = load.as_ref().is_some_and(|l| near_ceiling(l, cfg));

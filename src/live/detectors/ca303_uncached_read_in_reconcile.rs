@@ -20,9 +20,8 @@ const GETS_PER_OBJECT_PER_MIN: f64 = 2.0;
 /// Fewer reads than this say nothing.
 const MIN_READS: f64 = 10.0;
 
-pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
+pub fn detect(s: &Snapshot, actors: &Actors, cfg: &Config) -> Vec<Finding> {
     let mut out = Vec::new();
-    let actors = Actors::of(s);
 
     // API server: LIST (not WATCH) of custom resources, less the tool's own and, when an audit log says who sent
     // them, those of people and one-off clients (`kubectl get` in a loop is no controller).
@@ -176,6 +175,11 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    /// The detector with the snapshot's own actors and the default configuration.
+    fn judge(s: &Snapshot) -> Vec<Finding> {
+        detect(s, &Actors::of(s), &Config::default())
+    }
     use crate::live::snapshot::{
         AuditGroup, AuditSummary, MetricSample, MetricSource, ResourceType, Scrape,
     };
@@ -221,7 +225,7 @@ mod tests {
     #[test]
     fn lists_that_the_audit_log_gives_to_a_person_are_not_judged() {
         let mut s = snapshot(30.0);
-        assert_eq!(detect(&s, &Config::default()).len(), 1);
+        assert_eq!(judge(&s).len(), 1);
         s.audit = Some(AuditSummary {
             requests: 30,
             first_ms: Some(0),
@@ -241,6 +245,6 @@ mod tests {
             }],
             ..AuditSummary::default()
         });
-        assert!(detect(&s, &Config::default()).is_empty());
+        assert!(judge(&s).is_empty());
     }
 }

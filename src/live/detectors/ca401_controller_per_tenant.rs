@@ -4,6 +4,7 @@
 use super::{finding, identity_subject, metrics_subject, value, window};
 use crate::config::Config;
 use crate::finding::Finding;
+use crate::live::actor::Actors;
 use crate::live::snapshot::{Identity, Snapshot, SourceKind};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -29,7 +30,7 @@ fn tenant_suffixes(names: &[String]) -> Vec<(String, String)> {
         .collect()
 }
 
-pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
+pub fn detect(s: &Snapshot, _actors: &Actors, cfg: &Config) -> Vec<Finding> {
     let mut out = Vec::new();
     let namespaces: BTreeSet<&str> = s
         .objects

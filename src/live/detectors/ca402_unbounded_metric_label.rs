@@ -4,13 +4,14 @@
 use super::{finding, metrics_subject, value, window};
 use crate::config::Config;
 use crate::finding::Finding;
+use crate::live::actor::Actors;
 use crate::live::snapshot::{Snapshot, SourceKind};
 use std::collections::BTreeSet;
 
 /// Distinct label values that are object names before a label counts as per-object.
 const MIN_MATCHES: usize = 3;
 
-pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
+pub fn detect(s: &Snapshot, _actors: &Actors, cfg: &Config) -> Vec<Finding> {
     let limit = cfg.thresholds.series_per_family;
     let object_names: BTreeSet<&str> = s.objects.iter().map(|o| o.name.as_str()).collect();
     let namespaces: BTreeSet<&str> = s

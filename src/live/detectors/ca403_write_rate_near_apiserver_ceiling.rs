@@ -94,7 +94,7 @@ pub(crate) fn near_ceiling(load: &WriteLoad, cfg: &Config) -> bool {
         || latency >= SLO_SECS
 }
 
-pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
+pub fn detect(s: &Snapshot, actors: &Actors, cfg: &Config) -> Vec<Finding> {
     let Some(load) = write_load(s) else {
         return Vec::new();
     };
@@ -122,7 +122,7 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
     if load.throttled > 0.0 {
         parts.push(format!("{:.0} requests throttled (429)", load.throttled));
     }
-    let writers = writers(s);
+    let writers = writers(s, actors);
     let seen: u64 = writers.iter().map(|w| w.1).sum();
     if writers.is_empty() {
         parts.push(if s.audit.is_some() {
@@ -209,8 +209,7 @@ pub fn detect(s: &Snapshot, cfg: &Config) -> Vec<Finding> {
 
 /// The controllers that wrote during the window, the most writes first: per audit-log client when there is a log
 /// (every write, seen by the watch or not), else per field manager from the watched objects.
-fn writers(s: &Snapshot) -> Vec<(Subject, u64)> {
-    let actors = Actors::of(s);
+fn writers(s: &Snapshot, actors: &Actors) -> Vec<(Subject, u64)> {
     let mut by: BTreeMap<Subject, u64> = BTreeMap::new();
     if let Some(a) = &s.audit {
         // Per client, named with the field manager most of its writes carry (a controller may write status

@@ -22,8 +22,8 @@ use crate::rules::Rule;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-/// A detector: snapshot and configuration in, findings out.
-pub type Detector = fn(&Snapshot, &Config) -> Vec<Finding>;
+/// A detector: snapshot, its actors (classified once per window) and configuration in, findings out.
+pub type Detector = fn(&Snapshot, &Actors, &Config) -> Vec<Finding>;
 
 /// Every live detector, by rule code.
 pub const DETECTORS: &[(&str, Detector)] = &[
@@ -74,12 +74,16 @@ pub const DETECTORS: &[(&str, Detector)] = &[
 /// Runs every detector; findings at their rules' default levels (see [`crate::policy`]), in the one
 /// deterministic order.
 pub fn run_all(snapshot: &Snapshot, cfg: &Config) -> Vec<Finding> {
+    run_all_with(snapshot, &Actors::of(snapshot), cfg)
+}
+
+/// [`run_all`] with the window's actors already classified (`live` also needs them for its note).
+pub fn run_all_with(snapshot: &Snapshot, actors: &Actors, cfg: &Config) -> Vec<Finding> {
     let mut out: Vec<Finding> = DETECTORS
         .iter()
-        .flat_map(|(_, detect)| detect(snapshot, cfg))
+        .flat_map(|(_, detect)| detect(snapshot, actors, cfg))
         .collect();
     // Each controller subject says what live took it for, and why (see `live::actor`).
-    let actors = Actors::of(snapshot);
     for f in &mut out {
         let kind = actors.subject(&f.subject);
         if let Subject::Controller { actor, .. } = &mut f.subject {
