@@ -70,6 +70,13 @@ pub(super) struct Walk<'s, 't> {
     pub(super) model_labels: Vec<crate::sema::LabelValue>,
     /// The function's parameters by name: their position (the receiver not counted).
     pub(super) params: HashMap<String, usize>,
+    /// Locals and parameters holding a client-go typed client (`secrets := cs.CoreV1().Secrets(ns)`, `sc
+    /// corev1client.SecretInterface`) → the kind it serves: its calls go to the API server like the chain's.
+    pub(super) typed_clients: HashMap<String, String>,
+    /// The workqueue methods this function calls (see `queue_method`).
+    pub(super) queue_seen: HashSet<&'static str>,
+    /// See `FileModel::func_fields`.
+    pub(super) func_fields: Vec<(String, Callee)>,
 }
 
 /// The model of one function or method declaration; Controllers it builds go to `model`.
@@ -99,6 +106,9 @@ pub(super) fn function(
         controllers: Vec::new(),
         model_labels: Vec::new(),
         params: HashMap::new(),
+        typed_clients: HashMap::new(),
+        queue_seen: HashSet::new(),
+        func_fields: Vec::new(),
     };
     if let Some(list) = decl.child_by_field_name("parameters") {
         w.declare_params(list);
@@ -113,6 +123,8 @@ pub(super) fn function(
     }
     model.controllers.append(&mut w.controllers);
     model.metric_label_values.append(&mut w.model_labels);
+    model.func_fields.append(&mut w.func_fields);
+    w.f.works_queue = w.queue_seen.contains("Get") && w.queue_seen.contains("Done");
     w.f
 }
 
@@ -121,14 +133,17 @@ impl<'s, 't> Walk<'s, 't> {
         let mut position = 0;
         for p in named_children(list).filter(|p| p.kind().ends_with("parameter_declaration")) {
             let names = syntax::field_children(p, "name");
-            let ty = p
-                .child_by_field_name("type")
-                .map(|t| syntax::base_type(self.src, t));
+            let ty_node = p.child_by_field_name("type");
+            let ty = ty_node.map(|t| syntax::base_type(self.src, t));
+            let client = ty_node.and_then(|t| self.typed_client_kind(t));
             // An unnamed parameter (`func(string)`) still takes its place.
             position += names.len().max(1);
             for (i, n) in names.iter().enumerate() {
                 let name = self.src.text(*n).to_string();
                 self.params.insert(name.clone(), position - names.len() + i);
+                if let Some(kind) = &client {
+                    self.typed_clients.insert(name.clone(), kind.clone());
+                }
                 if let Some(ty) = &ty {
                     self.locals.insert(name, ty.clone());
                 }
@@ -309,6 +324,15 @@ impl<'s, 't> Walk<'s, 't> {
                 self.call(n, place);
                 return;
             }
+            // `syncHandler: c.sync` in a struct literal.
+            "keyed_element" => {
+                let parts: Vec<Node> = named_children(n).collect();
+                if let [key, value] = parts[..] {
+                    let key = syntax::unwrap_literal_element(key);
+                    let value = syntax::unwrap_literal_element(value);
+                    self.func_field(self.src.text(key), value);
+                }
+            }
             _ => {}
         }
         for c in named_children(n) {
@@ -350,6 +374,9 @@ impl<'s, 't> Walk<'s, 't> {
             self.f
                 .error_signs
                 .push(ErrorSign::Predicate(format!("is_{}", snake(reason))));
+        }
+        if let Some(m) = self.queue_method(func, &args) {
+            self.queue_seen.insert(m);
         }
         if let Some(call) = self.api_call(func, &args, place) {
             if call.is_write()
@@ -472,6 +499,34 @@ impl<'s, 't> Walk<'s, 't> {
                 }
                 Some(Callee::Method(m))
             }
+            _ => None,
+        }
+    }
+
+    /// A method value (`c.sync`, not called) stored in field `field`: what a call of the field runs.
+    pub(super) fn func_field(&mut self, field: &str, value: Node<'_>) {
+        if value.kind() == "selector_expression"
+            && let Some(callee) = self.callee(value)
+        {
+            self.func_fields.push((field.to_string(), callee));
+        }
+    }
+
+    /// `c.queue.Get()` (no argument) or `c.workqueue.Done(item)` on something named for a queue: a client-go
+    /// workqueue's take and release.
+    fn queue_method(&self, func: Node<'_>, args: &[Node<'_>]) -> Option<&'static str> {
+        if func.kind() != "selector_expression" {
+            return None;
+        }
+        let on = self.src.text(func.child_by_field_name("operand")?);
+        let field = self.src.text(func.child_by_field_name("field")?);
+        let last = on.rsplit('.').next().unwrap_or(on).to_ascii_lowercase();
+        if !last.contains("queue") {
+            return None;
+        }
+        match (field, args.len()) {
+            ("Get", 0) => Some("Get"),
+            ("Done", 1) => Some("Done"),
             _ => None,
         }
     }

@@ -107,27 +107,13 @@ impl Walk<'_, '_> {
         args: &[Node<'_>],
         place: &Place,
     ) -> Option<ApiCall> {
-        // `<Plural>(ns)` or `<Plural>()` on `<Group>V<n>()`.
-        let plural_fn = (resource.kind() == "call_expression")
-            .then(|| resource.child_by_field_name("function"))
-            .flatten()
-            .filter(|f| f.kind() == "selector_expression")?;
-        let plural = self.src.text(plural_fn.child_by_field_name("field")?);
-        let group = plural_fn.child_by_field_name("operand")?;
-        let group_fn = (group.kind() == "call_expression")
-            .then(|| group.child_by_field_name("function"))
-            .flatten()?;
-        let group_name = group_fn
-            .child_by_field_name("field")
-            .map_or("", |f| self.src.text(f));
-        if !is_group_version(group_name)
-            || group
-                .child_by_field_name("arguments")
-                .is_none_or(|a| a.named_child_count() != 0)
-            || !plural.starts_with(|c: char| c.is_ascii_uppercase())
-        {
-            return None;
-        }
+        let accessor_kind = match resource.kind() {
+            // A typed client held in a variable: `secrets := cs.CoreV1().Secrets(ns)`, or a parameter typed
+            // `corev1client.SecretInterface`.
+            "identifier" => self.typed_clients.get(self.src.text(resource)).cloned(),
+            _ => self.accessor_kind(resource),
+        };
+        let accessor_kind = accessor_kind?;
         let status_arg = || {
             args.last()
                 .is_some_and(|a| self.src.text(*a) == "\"status\"")
@@ -151,7 +137,7 @@ impl Walk<'_, '_> {
         }
         let kind = obj
             .and_then(|o| self.kind_of(*o))
-            .or_else(|| Some(singular(plural)));
+            .or(Some(accessor_kind));
         let body_has_status = m == ApiMethod::Replace
             && obj
                 .and_then(|o| root_ident(self.src, *o))
@@ -164,6 +150,50 @@ impl Walk<'_, '_> {
         })
     }
 
+    /// The kind a clientset's resource accessor serves: `cs.CoreV1().Pods(ns)` → `Pod` (`<Plural>(ns)` or
+    /// `<Plural>()` on `<Group>V<n>()`).
+    pub(super) fn accessor_kind(&self, resource: Node<'_>) -> Option<String> {
+        let plural_fn = (resource.kind() == "call_expression")
+            .then(|| resource.child_by_field_name("function"))
+            .flatten()
+            .filter(|f| f.kind() == "selector_expression")?;
+        let plural = self.src.text(plural_fn.child_by_field_name("field")?);
+        let group = plural_fn.child_by_field_name("operand")?;
+        let group_fn = (group.kind() == "call_expression")
+            .then(|| group.child_by_field_name("function"))
+            .flatten()?;
+        let group_name = group_fn
+            .child_by_field_name("field")
+            .map_or("", |f| self.src.text(f));
+        if !is_group_version(group_name)
+            || group
+                .child_by_field_name("arguments")
+                .is_none_or(|a| a.named_child_count() != 0)
+            || !plural.starts_with(|c: char| c.is_ascii_uppercase())
+        {
+            return None;
+        }
+        Some(singular(plural))
+    }
+
+    /// The kind a client-go typed client's type serves: `corev1client.SecretInterface` → `Secret`, a generated
+    /// clientset's `monitoringv1.PrometheusInterface` → `Prometheus` (an interface of a `…/typed/<group>/<version>`
+    /// package). A group's interface (`CoreV1Interface`) is not one resource's client.
+    pub(super) fn typed_client_kind(&self, ty: Node<'_>) -> Option<String> {
+        if ty.kind() != "qualified_type" {
+            return None;
+        }
+        let pkg = self.src.text(ty.child_by_field_name("package")?);
+        let name = self.src.text(ty.child_by_field_name("name")?);
+        let path = self.imports.path_of(pkg)?;
+        let kind = name.strip_suffix("Interface")?;
+        (path.contains("/typed/")
+            && kind.starts_with(|c: char| c.is_ascii_uppercase())
+            && !is_group_version(kind)
+            && !kind.ends_with("Expansion"))
+        .then(|| kind.to_string())
+    }
+
     /// A call of `method` at `func`, placed where the walk is: no status in its body, not server-side apply,
     /// not cached, until the caller says otherwise.
     fn typed_call(
@@ -173,9 +203,16 @@ impl Walk<'_, '_> {
         kind: Option<String>,
         place: &Place,
     ) -> ApiCall {
+        // A chain over several lines (`r.client.CoreV1().\n\tPods(ns).\n\tGet(..)`) is anchored on its method's line:
+        // the line a reader names for the call.
+        let mut span = self.src.span(func);
+        if let Some(m) = func.child_by_field_name("field") {
+            let m = self.src.span(m);
+            (span.line, span.column) = (m.line, m.column);
+        }
         ApiCall {
             method,
-            span: self.src.span(func),
+            span,
             kind,
             body_has_status: false,
             awaited_in_iteration: false,

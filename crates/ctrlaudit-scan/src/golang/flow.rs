@@ -47,6 +47,12 @@ impl Walk<'_, '_> {
             if l.kind() == "identifier" {
                 continue;
             }
+            // `c.syncHandler = c.sync`.
+            if l.kind() == "selector_expression"
+                && let Some(field) = l.child_by_field_name("field")
+            {
+                self.func_field(self.src.text(field), *r);
+            }
             let Some(var) = root_ident(self.src, *l) else {
                 continue;
             };
@@ -76,6 +82,9 @@ impl Walk<'_, '_> {
         }
         for (n, v) in names.iter().zip(values) {
             let name = self.src.text(*n).to_string();
+            if let Some(k) = self.accessor_kind(*v) {
+                self.typed_clients.insert(name.clone(), k);
+            }
             if let Some(k) = self.kind_of(*v) {
                 self.locals.insert(name.clone(), k);
             }

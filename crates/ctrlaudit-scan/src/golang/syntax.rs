@@ -100,13 +100,6 @@ pub(crate) fn mentions_result(src: &Src<'_>, result: Node<'_>) -> bool {
 /// The `key: value` elements of a composite literal (`T{..}` or `&T{..}`), as (key, value); none for anything
 /// else. The grammar wraps each side in `literal_element`, which is looked through.
 pub(crate) fn keyed_elements(lit: Node<'_>) -> Vec<(Node<'_>, Node<'_>)> {
-    fn unwrap(n: Node<'_>) -> Node<'_> {
-        if n.kind() == "literal_element" {
-            n.named_child(0).unwrap_or(n)
-        } else {
-            n
-        }
-    }
     let lit = strip_ref(lit);
     if lit.kind() != "composite_literal" {
         return Vec::new();
@@ -117,10 +110,19 @@ pub(crate) fn keyed_elements(lit: Node<'_>) -> Vec<(Node<'_>, Node<'_>)> {
     named_children(body)
         .filter(|e| e.kind() == "keyed_element")
         .filter_map(|e| {
-            let mut parts = named_children(e).map(unwrap);
+            let mut parts = named_children(e).map(unwrap_literal_element);
             Some((parts.next()?, parts.next()?))
         })
         .collect()
+}
+
+/// A `literal_element` (the grammar's wrapper of each side of `key: value`) as what it holds.
+pub(crate) fn unwrap_literal_element(n: Node<'_>) -> Node<'_> {
+    if n.kind() == "literal_element" {
+        n.named_child(0).unwrap_or(n)
+    } else {
+        n
+    }
 }
 
 /// The value a composite literal gives `key` (`RequeueAfter` of `ctrl.Result{RequeueAfter: d}`).

@@ -50,6 +50,9 @@ pub struct FileModel {
     /// Method sets declared by name (a Go `interface`): a call through one may run any type's method that has
     /// them all.
     pub interfaces: Vec<InterfaceDecl>,
+    /// Method values stored in a field of function type (`c.syncHandler = c.sync`, `syncHandler: c.sync`): a
+    /// call of the field (`c.syncHandler(key)`) runs the method.
+    pub func_fields: Vec<(String, Callee)>,
 }
 
 /// `type Exposer interface { Expose(..) error; Cleanup(..) }`: its name and its methods' names.
@@ -200,6 +203,9 @@ pub struct FnModel {
     pub builds_namespaced_controller: Option<Site>,
     /// `for` loops whose body spawns tasks or collects futures.
     pub spawning_loops: Vec<SpawningLoop>,
+    /// Takes items off a client-go workqueue and marks them done (`key, quit := c.queue.Get()` …
+    /// `c.queue.Done(key)`): a worker, whose calls run for each queued object as a reconcile's do.
+    pub works_queue: bool,
 }
 
 /// A call of a function or method, before the crate join resolves it.

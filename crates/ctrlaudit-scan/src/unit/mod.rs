@@ -72,6 +72,9 @@ pub struct Unit<'m> {
     dispatched: HashSet<&'m str>,
     /// Every file's consts, for durations that name a const of another file.
     consts: HashMap<String, f64>,
+    /// A Go package's view of the consts (its directory's own over everyone's): two packages of one module
+    /// each declare their `pollingPeriod`, and a requeue means its own package's.
+    package_consts: HashMap<&'m str, HashMap<String, f64>>,
     /// Calls of dependencies' thin wrappers, read as the API call each wraps (see [`Self::api_calls`]).
     wrapped: HashMap<FnId, Vec<ApiCall>>,
     /// Calls of the crate's own thin wrappers, likewise (see [`Self::wrapper_calls`]).
@@ -102,10 +105,17 @@ impl<'m> Unit<'m> {
         dependencies.retain(|d| !files.iter().any(|f| !f.library && module_of(&f.path) == d));
         let mut by_name: HashMap<&str, Vec<FnId>> = HashMap::new();
         let mut by_method: HashMap<&str, Vec<FnId>> = HashMap::new();
-        let consts = files
+        let consts: HashMap<String, f64> = files
             .iter()
             .flat_map(|f| f.consts.iter().cloned())
             .collect();
+        let mut package_consts: HashMap<&str, HashMap<String, f64>> = HashMap::new();
+        for f in files.iter().filter(|f| f.lang == crate::sema::Lang::Go) {
+            package_consts
+                .entry(package_dir(&f.path))
+                .or_insert_with(|| consts.clone())
+                .extend(f.consts.iter().cloned());
+        }
         for (fi, f) in files.iter().enumerate() {
             for (ni, func) in f.fns.iter().enumerate() {
                 by_name
@@ -128,6 +138,7 @@ impl<'m> Unit<'m> {
             by_method,
             dispatched: HashSet::new(),
             consts,
+            package_consts,
             wrapped: HashMap::new(),
             wrapped_local: HashMap::new(),
             confirmed: HashMap::new(),
@@ -215,9 +226,16 @@ impl<'m> Unit<'m> {
         }
         r.secs.or_else(|| {
             let d = r.duration.as_ref()?;
-            d.secs(&self.consts, args)
+            d.secs(self.consts_of(from_file), args)
                 .or_else(|| self.duration_or_default(d, from_file))
         })
+    }
+
+    /// The consts a file's code sees: its Go package's own first, else the unit's.
+    pub(crate) fn consts_of(&self, file: usize) -> &HashMap<String, f64> {
+        self.package_consts
+            .get(package_dir(&self.files[file].path))
+            .unwrap_or(&self.consts)
     }
 
     /// Is `file` (a span's file) one of the dependencies' files?
@@ -301,6 +319,19 @@ impl<'m> Unit<'m> {
             .collect();
         if !local.is_empty() {
             return local;
+        }
+        // Go: a bare name (`sync(..)`, `c.sync(..)`) is its package's, the files of one directory, whatever other
+        // packages of the module also define.
+        if self.files[from_file].lang == crate::sema::Lang::Go {
+            let dir = package_dir(&self.files[from_file].path);
+            let package: Vec<FnId> = all
+                .iter()
+                .copied()
+                .filter(|(f, _)| package_dir(&self.files[*f].path) == dir)
+                .collect();
+            if !package.is_empty() {
+                return package;
+            }
         }
         let all = self.prefer_crate(all.clone());
         if all.len() == 1 { all } else { Vec::new() }
@@ -472,6 +503,14 @@ impl<'m> Unit<'m> {
                 }
             }
         }
+        // client-go controllers: a workqueue's worker runs each queued object through its sync handler.
+        for (fi, f) in self.files.iter().enumerate().filter(|(_, f)| !f.library) {
+            for (ni, func) in f.fns.iter().enumerate() {
+                if func.works_queue {
+                    roots.insert((fi, ni), ());
+                }
+            }
+        }
         if !roots.is_empty() {
             return roots.into_keys().collect();
         }
@@ -557,6 +596,11 @@ impl<'m> Unit<'m> {
 
 /// The module a source file is: `src/operator/resources.rs` → `resources`, `src/operator/mod.rs` → `operator`; a Go
 /// file is of the package its directory is (`internal/util/names.go` → `util`).
+/// A Go file's package: its directory.
+fn package_dir(path: &str) -> &str {
+    path.rsplit_once('/').map_or("", |(dir, _)| dir)
+}
+
 fn module_of(path: &str) -> &str {
     let p = std::path::Path::new(path);
     if path.ends_with(".go") {

@@ -55,12 +55,30 @@ impl Unit<'_> {
     /// The crate functions a call may run: a method (`e.metric_label()`) among the crate's methods, a function
     /// (`requeue::delay(..)`) by its name and module.
     pub fn resolve_callee(&self, callee: &Callee, from_file: usize) -> Vec<FnId> {
-        match callee {
+        let found = match callee {
             Callee::Method(m) => self.resolve_method(m),
             // `self.f(..)`: the method of this file's impl first, as a bare name resolves.
             Callee::SelfMethod(m) => self.resolve(m, from_file),
-            Callee::Path(p) => self.resolve(p, from_file),
+            Callee::Path(p) => return self.resolve(p, from_file),
+        };
+        if !found.is_empty() {
+            return found;
         }
+        // `c.syncHandler(key)`, no method of that name: the methods stored in a field so named (one hop, so
+        // that a field stored in itself cannot loop).
+        let (Callee::Method(m) | Callee::SelfMethod(m)) = callee else {
+            return found;
+        };
+        self.files
+            .iter()
+            .enumerate()
+            .flat_map(|(fi, f)| f.func_fields.iter().map(move |(field, c)| (fi, field, c)))
+            .filter(|(_, field, c)| *field == m && !matches!(c, Callee::Method(x) | Callee::SelfMethod(x) if x == m))
+            .flat_map(|(fi, _, c)| match c {
+                Callee::Method(x) => self.resolve_method(x),
+                Callee::SelfMethod(x) | Callee::Path(x) => self.resolve(x, fi),
+            })
+            .collect()
     }
 
     /// `err.retry_after().unwrap_or(DEFAULT)` (or `unwrap_or_else(|| DEFAULT)`) where the crate's `retry_after`
@@ -72,7 +90,7 @@ impl Unit<'_> {
         let Value::Call { callee, .. } = &**of else {
             return None;
         };
-        let default = default.secs(&self.consts, &unbound)?;
+        let default = default.secs(self.consts_of(from_file), &unbound)?;
         let targets = self.resolve_callee(callee, from_file);
         let [target] = targets[..] else {
             return None;
