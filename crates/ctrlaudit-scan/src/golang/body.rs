@@ -75,6 +75,8 @@ pub(super) struct Walk<'s, 't> {
     pub(super) typed_clients: HashMap<String, String>,
     /// The workqueue methods this function calls (see `queue_method`).
     pub(super) queue_seen: HashSet<&'static str>,
+    /// Locals holding a metric label set, with the values put in it so far (see `labels`).
+    pub(super) label_sets: HashMap<String, Vec<(crate::finding::Span, crate::sema::TextExpr)>>,
     /// See `FileModel::func_fields`.
     pub(super) func_fields: Vec<(String, Callee)>,
 }
@@ -109,6 +111,7 @@ pub(super) fn function(
         typed_clients: HashMap::new(),
         queue_seen: HashSet::new(),
         func_fields: Vec::new(),
+        label_sets: HashMap::new(),
     };
     if let Some(list) = decl.child_by_field_name("parameters") {
         w.declare_params(list);
@@ -240,6 +243,7 @@ impl<'s, 't> Walk<'s, 't> {
             }
             "return_statement" => {
                 self.expr(s, place);
+                self.returned_labels(s);
                 self.returned(s, place, wrote_before);
             }
             "short_var_declaration" | "assignment_statement" => {

@@ -47,6 +47,7 @@ impl Walk<'_, '_> {
             if l.kind() == "identifier" {
                 continue;
             }
+            self.label_set_entry(*l, *r);
             // `c.syncHandler = c.sync`.
             if l.kind() == "selector_expression"
                 && let Some(field) = l.child_by_field_name("field")
@@ -82,6 +83,7 @@ impl Walk<'_, '_> {
         }
         for (n, v) in names.iter().zip(values) {
             let name = self.src.text(*n).to_string();
+            self.bind_label_set(&name, *v);
             if let Some(k) = self.accessor_kind(*v) {
                 self.typed_clients.insert(name.clone(), k);
             }

@@ -12,7 +12,8 @@ const IDENTITY_FIELDS: &[&str] = &["Name", "Namespace", "UID", "NamespacedName"]
 const IDENTITY_GETTERS: &[&str] = &["GetName", "GetNamespace", "GetUID", "GetGenerateName"];
 
 impl Walk<'_, '_> {
-    /// Records the label values of a metric vector's `WithLabelValues(..)` / `With(labels)` call.
+    /// Records the label values of a metric vector's `WithLabelValues(..)` / `With(labels)` call, and of a
+    /// metrics wrapper's `Set(v, labels)` / `Observe(v, labels)` / `Inc(labels)` given a label set.
     pub(super) fn metric_labels(&mut self, func: Node<'_>, args: &[Node<'_>]) {
         if func.kind() != "selector_expression" {
             return;
@@ -20,41 +21,154 @@ impl Walk<'_, '_> {
         let method = func
             .child_by_field_name("field")
             .map_or("", |f| self.src.text(f));
-        let values: Vec<Node> = match method {
-            "WithLabelValues" | "GetMetricWithLabelValues" => args.to_vec(),
-            "With" | "GetMetricWith" | "MustCurryWith" | "CurryWith" => {
-                // Only a label set (`prometheus.Labels{..}`, `map[string]string{..}`): a logger's `With(..)` is
-                // no metric.
-                let Some(lit) = args.first().map(|a| strip_ref(*a)) else {
-                    return;
-                };
-                let labels = lit.kind() == "composite_literal"
-                    && lit.child_by_field_name("type").is_some_and(|t| {
-                        let t = self.src.text(t);
-                        t.ends_with("Labels") || t == "map[string]string"
-                    });
-                if !labels {
-                    return;
+        let set = match (method, args) {
+            ("WithLabelValues" | "GetMetricWithLabelValues", _) => {
+                for v in args {
+                    self.label_value(*v);
                 }
-                syntax::keyed_elements(lit)
-                    .into_iter()
-                    .map(|(_, v)| v)
-                    .collect()
+                return;
             }
+            ("With" | "GetMetricWith" | "MustCurryWith" | "CurryWith", [labels, ..]) => *labels,
+            // A wrapper's own API (`PodUnstartedTime.Set(secs, map[string]string{podName: pod.Name})`): only with
+            // a label set in the label's place, which a logger's or a cache's `Set` does not take.
+            ("Set" | "Observe" | "Add", [_, labels]) | ("Inc" | "Dec", [labels]) => *labels,
             _ => return,
         };
-        for v in values {
-            let value = self.text_of(v);
-            let bound_to = (v.kind() == "identifier")
-                .then(|| self.text_locals.get(self.src.text(v)).cloned())
-                .flatten();
-            self.model_labels.push(LabelValue {
-                span: self.src.span(v),
-                value,
-                bound_to,
-                in_fn: self.f.name.clone(),
-                formats_enum: false,
-            });
+        let set = strip_ref(set);
+        // A label set in a local (`labels := prometheus.Labels{..}`, filled by `labels["name"] = obj.Name`).
+        if set.kind() == "identifier"
+            && let Some(values) = self.label_sets.get(self.src.text(set))
+        {
+            let values = values.clone();
+            self.model_labels
+                .extend(values.into_iter().map(|(span, value)| LabelValue {
+                    span,
+                    value,
+                    bound_to: None,
+                    in_fn: self.f.name.clone(),
+                    formats_enum: false,
+                }));
+            return;
+        }
+        // Only a label set (`prometheus.Labels{..}`, `map[string]string{..}`, or one handed to a helper that
+        // refines it): a logger's `With(..)` is no metric.
+        for v in self.label_literals(set, true) {
+            self.label_value(v);
+        }
+    }
+
+    fn label_value(&mut self, v: Node<'_>) {
+        let value = self.text_of(v);
+        let bound_to = (v.kind() == "identifier")
+            .then(|| self.text_locals.get(self.src.text(v)).cloned())
+            .flatten();
+        self.model_labels.push(LabelValue {
+            span: self.src.span(v),
+            value,
+            bound_to,
+            in_fn: self.f.name.clone(),
+            formats_enum: false,
+        });
+    }
+
+    /// The values of the label-set literal `n` (`prometheus.Labels{..}` or `map[string]string{..}`), or, when
+    /// `through_calls`, of those given to the call `n` (`RefineLabels(base, map[string]string{"name": req.Name})`).
+    fn label_literals<'a>(&self, n: Node<'a>, through_calls: bool) -> Vec<Node<'a>> {
+        let n = strip_ref(n);
+        if self.is_label_set(n) {
+            return syntax::keyed_elements(n).into_iter().map(|(_, v)| v).collect();
+        }
+        if through_calls && n.kind() == "call_expression" {
+            return n
+                .child_by_field_name("arguments")
+                .map(|a| {
+                    syntax::named_children(a)
+                        .flat_map(|x| self.label_literals(x, false))
+                        .collect()
+                })
+                .unwrap_or_default();
+        }
+        Vec::new()
+    }
+
+    fn is_label_set(&self, lit: Node<'_>) -> bool {
+        lit.kind() == "composite_literal"
+            && lit.child_by_field_name("type").is_some_and(|t| {
+                let t = self.src.text(t);
+                t.ends_with("Labels") || t == "map[string]string"
+            })
+    }
+
+    /// `labels := prometheus.Labels{..}`, `labels := Refine(map[string]string{..})`, `info := make(map[string]string)`:
+    /// a label set a later `With(labels)` may take, with the values it holds so far.
+    pub(super) fn bind_label_set(&mut self, name: &str, value: Node<'_>) {
+        let value = strip_ref(value);
+        let empty_map = value.kind() == "call_expression"
+            && value
+                .child_by_field_name("function")
+                .is_some_and(|f| self.src.text(f) == "make")
+            && value
+                .child_by_field_name("arguments")
+                .is_some_and(|a| self.src.text(a).starts_with("(map[string]string"));
+        let values = self.label_literals(value, true);
+        if values.is_empty() && !empty_map {
+            return;
+        }
+        let entries = values
+            .into_iter()
+            .map(|v| (self.src.span(v), self.text_of(v)))
+            .collect();
+        self.label_sets.insert(name.to_string(), entries);
+    }
+
+    /// `labels["name"] = obj.Name` into a label set.
+    pub(super) fn label_set_entry(&mut self, target: Node<'_>, value: Node<'_>) {
+        if target.kind() != "index_expression" {
+            return;
+        }
+        let Some(set) = target
+            .child_by_field_name("operand")
+            .filter(|o| o.kind() == "identifier")
+            .map(|o| self.src.text(o).to_string())
+        else {
+            return;
+        };
+        if !self.label_sets.contains_key(&set) {
+            return;
+        }
+        let entry = (self.src.span(value), self.text_of(value));
+        if let Some(values) = self.label_sets.get_mut(&set) {
+            values.push(entry);
+        }
+    }
+
+    /// `return prometheus.Labels{"namespace": ns, ..}`: a helper that builds the label set a `With(..)` takes,
+    /// whose values are judged by what its callers pass.
+    pub(super) fn returned_labels(&mut self, ret: Node<'_>) {
+        for r in syntax::named_children(ret).flat_map(|e| {
+            if e.kind() == "expression_list" {
+                syntax::named_children(e).collect()
+            } else {
+                vec![e]
+            }
+        }) {
+            let r = strip_ref(r);
+            let prometheus_labels = r.kind() == "composite_literal"
+                && r.child_by_field_name("type")
+                    .filter(|t| t.kind() == "qualified_type")
+                    .is_some_and(|t| {
+                        let part = |f| t.child_by_field_name(f).map_or("", |x| self.src.text(x));
+                        part("name") == "Labels"
+                            && self
+                                .imports
+                                .path_of(part("package"))
+                                .is_some_and(|p| p.starts_with("github.com/prometheus/client_golang/"))
+                    });
+            if prometheus_labels {
+                for v in self.label_literals(r, false) {
+                    self.label_value(v);
+                }
+            }
         }
     }
 
@@ -90,9 +204,15 @@ impl Walk<'_, '_> {
                 }
                 "identifier" => {
                     let name = self.src.text(x);
+                    // `condition.Type` of a parameter is one of its fields, not the text the caller passed: the
+                    // caller's `&cond` says nothing of it (its identity fields are judged above).
+                    let field_of = x.parent().is_some_and(|p| {
+                        p.kind() == "selector_expression"
+                            && p.child_by_field_name("operand") == Some(x)
+                    });
                     if let Some(t) = self.text_locals.get(name) {
                         sources.extend(t.sources.iter().cloned());
-                    } else if let Some(i) = self.params.get(name) {
+                    } else if let Some(i) = self.params.get(name).filter(|_| !field_of) {
                         sources.push(TextSource::Param(*i));
                     }
                 }
