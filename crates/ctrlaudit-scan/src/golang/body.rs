@@ -73,8 +73,8 @@ pub(super) struct Walk<'s, 't> {
     /// Locals and parameters holding a client-go typed client (`secrets := cs.CoreV1().Secrets(ns)`, `sc
     /// corev1client.SecretInterface`) → the kind it serves: its calls go to the API server like the chain's.
     pub(super) typed_clients: HashMap<String, String>,
-    /// The workqueue methods this function calls (see `queue_method`).
-    pub(super) queue_seen: HashSet<&'static str>,
+    /// The workqueue methods this function calls, with their queue (see `queue_method`).
+    pub(super) queue_seen: HashSet<(String, &'static str)>,
     /// Locals holding a metric label set, with the values put in it so far (see `labels`).
     pub(super) label_sets: HashMap<String, Vec<(crate::finding::Span, crate::sema::TextExpr)>>,
     /// See `FileModel::func_fields`.
@@ -127,7 +127,10 @@ pub(super) fn function(
     model.controllers.append(&mut w.controllers);
     model.metric_label_values.append(&mut w.model_labels);
     model.func_fields.append(&mut w.func_fields);
-    w.f.works_queue = w.queue_seen.contains("Get") && w.queue_seen.contains("Done");
+    w.f.works_queue = w
+        .queue_seen
+        .iter()
+        .any(|(q, m)| *m == "Get" && w.queue_seen.contains(&(q.clone(), "Done")));
     w.f
 }
 
@@ -315,6 +318,17 @@ impl<'s, 't> Walk<'s, 't> {
     fn expr(&mut self, n: Node<'_>, place: &Place) {
         match n.kind() {
             "func_literal" => {
+                // `func(options metav1.ListOptions) (runtime.Object, error) { .. }`: a list or watch function that
+                // a reflector or informer calls when it (re)lists, not code of this pass.
+                let list_watch = n.child_by_field_name("parameters").is_some_and(|p| {
+                    named_children(p).any(|d| {
+                        d.child_by_field_name("type")
+                            .is_some_and(|t| self.src.text(t).ends_with("ListOptions"))
+                    })
+                });
+                if list_watch {
+                    return;
+                }
                 if let Some(body) = n.child_by_field_name("body") {
                     let inner = Place {
                         branch: true,
@@ -438,9 +452,21 @@ impl<'s, 't> Walk<'s, 't> {
         // Every call of another package by its import path (`time::Sleep`): what rules that know a library's
         // behaviour judge (CA305's waits).
         let mut resolved = None;
-        if let Some((pkg, name)) = qualified(self.src, func)
-            && let Some(path) = self.imports.path_of(pkg)
-        {
+        // An injected clock's sleep (`c.clock.Sleep(time.Second)`, k8s.io/utils/clock's `Clock`, faked in tests)
+        // waits like `time.Sleep`.
+        let clock_sleep = (func.kind() == "selector_expression" && args.len() == 1)
+            .then(|| {
+                let on = self.src.text(func.child_by_field_name("operand")?);
+                let m = self.src.text(func.child_by_field_name("field")?);
+                let last = on.rsplit('.').next().unwrap_or(on).to_ascii_lowercase();
+                (m == "Sleep" && (last.contains("clock") || last == "clk"))
+                    .then(|| ("k8s.io/utils/clock", "Sleep"))
+            })
+            .flatten();
+        if let Some((path, name)) = clock_sleep.or_else(|| {
+            let (pkg, name) = qualified(self.src, func)?;
+            Some((self.imports.path_of(pkg)?, name))
+        }) {
             let (a, b) = (n.start_position(), n.end_position());
             resolved = Some(self.f.resolved_calls.len());
             self.f.resolved_calls.push(ResolvedCall {
@@ -516,23 +542,20 @@ impl<'s, 't> Walk<'s, 't> {
         }
     }
 
-    /// `c.queue.Get()` (no argument) or `c.workqueue.Done(item)` on something named for a queue: a client-go
-    /// workqueue's take and release.
-    fn queue_method(&self, func: Node<'_>, args: &[Node<'_>]) -> Option<&'static str> {
+    /// `c.queue.Get()` (no argument) or `c.queue.Done(item)`: a client-go workqueue's take and release, with the
+    /// queue they are called on. Both on one operand make a worker; each alone is too common a name to say so.
+    fn queue_method(&self, func: Node<'_>, args: &[Node<'_>]) -> Option<(String, &'static str)> {
         if func.kind() != "selector_expression" {
             return None;
         }
         let on = self.src.text(func.child_by_field_name("operand")?);
         let field = self.src.text(func.child_by_field_name("field")?);
-        let last = on.rsplit('.').next().unwrap_or(on).to_ascii_lowercase();
-        if !last.contains("queue") {
-            return None;
-        }
-        match (field, args.len()) {
-            ("Get", 0) => Some("Get"),
-            ("Done", 1) => Some("Done"),
-            _ => None,
-        }
+        let m = match (field, args.len()) {
+            ("Get", 0) => "Get",
+            ("Done", 1) => "Done",
+            _ => return None,
+        };
+        Some((on.to_string(), m))
     }
 
     /// The receiver's type name when `name` is the receiver.

@@ -347,5 +347,6 @@ pub(super) fn literal_sets_status(src: &Src<'_>, obj: Node<'_>) -> bool {
 /// The first argument is a context: `ctx`, `reqCtx`, `context.TODO()`.
 pub(super) fn is_context(src: &Src<'_>, a: Node<'_>) -> bool {
     let t = src.text(a);
-    t.to_ascii_lowercase().contains("ctx") || t.starts_with("context.")
+    // `context` itself: a parameter named after the package it shadows.
+    t.to_ascii_lowercase().contains("ctx") || t.starts_with("context.") || t == "context"
 }

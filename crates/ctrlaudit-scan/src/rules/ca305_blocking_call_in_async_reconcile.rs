@@ -14,7 +14,7 @@ const BLOCKING_PATHS: &[&str] = &["std::thread::sleep"];
 /// Go calls that wait (by import path and name, or its prefix): a sleep, and apimachinery's polls, which sleep
 /// between their tries. They hold one of the controller's workers, which controller-runtime keeps few (one by
 /// default): every other object waits.
-const GO_WAITS: &[&str] = &["time::Sleep"];
+const GO_WAITS: &[&str] = &["time::Sleep", "k8s.io/utils/clock::Sleep"];
 const GO_WAIT_PREFIXES: &[&str] = &["k8s.io/apimachinery/pkg/util/wait::Poll"];
 
 /// What blocks in a call, when it does: as the code spells it (`time.Sleep`).

@@ -67,9 +67,9 @@ pub struct Unit<'m> {
     by_name: HashMap<&'m str, Vec<FnId>>,
     /// Functions of `impl` blocks by name: where a method call on a non-`self` receiver may land.
     by_method: HashMap<&'m str, Vec<FnId>>,
-    /// Method names whose many definitions are the implementations of one interface (see
-    /// [`Self::interface_dispatch`]): computed once, as every call resolution asks.
-    dispatched: HashSet<&'m str>,
+    /// Method names defined on many types, with the definitions that implement an interface the unit declares
+    /// with that method (see [`Self::interface_dispatch`]): computed once, as every call resolution asks.
+    dispatched: HashMap<&'m str, Vec<FnId>>,
     /// Every file's consts, for durations that name a const of another file.
     consts: HashMap<String, f64>,
     /// A Go package's view of the consts (its directory's own over everyone's): two packages of one module
@@ -136,7 +136,7 @@ impl<'m> Unit<'m> {
             config,
             by_name,
             by_method,
-            dispatched: HashSet::new(),
+            dispatched: HashMap::new(),
             consts,
             package_consts,
             wrapped: HashMap::new(),
@@ -413,16 +413,16 @@ impl<'m> Unit<'m> {
             .map(|all| self.prefer_crate(all.clone()))
         {
             Some(all) if all.len() <= MAX_METHOD_TARGETS => all,
-            Some(all) if self.dispatched.contains(name) => all,
-            _ => Vec::new(),
+            _ => self.dispatched.get(name).cloned().unwrap_or_default(),
         }
     }
 
-    /// The method names defined on more types than a bare name is followed to, whose definitions are the
-    /// implementations of one interface the unit declares with that method (each one's type has every method of
-    /// the interface): a call of such a name is that interface's dispatch, and any of them may run. A name shared
-    /// by unrelated types (`Get`, `String`) says too little.
-    fn interface_dispatch(&self) -> HashSet<&'m str> {
+    /// The method names defined on more types than a bare name is followed to, with those of their definitions
+    /// whose type implements an interface the unit declares with that method (the type has every method of it):
+    /// a call of such a name through an interface may run any of them. A type that only shares the name (a
+    /// `FinalizerSyncer.Sync` beside the `Syncer` interface's implementations) is not among them, and a name whose
+    /// definitions implement no interface (`Get`, `String`) says too little.
+    fn interface_dispatch(&self) -> HashMap<&'m str, Vec<FnId>> {
         let interfaces: Vec<&crate::sema::InterfaceDecl> = self
             .files
             .iter()
@@ -430,7 +430,7 @@ impl<'m> Unit<'m> {
             .filter(|i| i.methods.len() > 1)
             .collect();
         if interfaces.is_empty() {
-            return HashSet::new();
+            return HashMap::new();
         }
         let mut methods_of: HashMap<&str, HashSet<&str>> = HashMap::new();
         for f in self.files.iter().flat_map(|f| f.fns.iter()) {
@@ -438,26 +438,34 @@ impl<'m> Unit<'m> {
                 methods_of.entry(t).or_default().insert(f.name.as_str());
             }
         }
-        let mut out = HashSet::new();
+        let mut out = HashMap::new();
         for (name, targets) in &self.by_method {
-            let n = targets.len();
-            if n <= MAX_METHOD_TARGETS || n > MAX_IMPLEMENTATIONS {
+            if targets.len() <= MAX_METHOD_TARGETS {
                 continue;
             }
-            let types: Vec<&HashSet<&str>> = targets
+            let declaring: Vec<&&crate::sema::InterfaceDecl> = interfaces
                 .iter()
-                .filter_map(|id| self.func(*id).self_ty.as_deref())
-                .filter_map(|t| methods_of.get(t))
+                .filter(|i| i.methods.iter().any(|m| m == name))
                 .collect();
-            let implemented = types.len() == n
-                && interfaces.iter().any(|i| {
-                    i.methods.iter().any(|m| m == name)
-                        && types
-                            .iter()
-                            .all(|t| i.methods.iter().all(|m| t.contains(m.as_str())))
-                });
-            if implemented {
-                out.insert(*name);
+            let implementing: Vec<FnId> = targets
+                .iter()
+                .copied()
+                .filter(|id| {
+                    let Some(have) = self
+                        .func(*id)
+                        .self_ty
+                        .as_deref()
+                        .and_then(|t| methods_of.get(t))
+                    else {
+                        return false;
+                    };
+                    declaring
+                        .iter()
+                        .any(|i| i.methods.iter().all(|m| have.contains(m.as_str())))
+                })
+                .collect();
+            if !implementing.is_empty() && implementing.len() <= MAX_IMPLEMENTATIONS {
+                out.insert(*name, implementing);
             }
         }
         out

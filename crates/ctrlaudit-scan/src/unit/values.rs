@@ -52,6 +52,19 @@ impl Unit<'_> {
         })
     }
 
+    /// The functions a call may run ([`Self::resolve_callee`]); in Go, a method reached by its name alone only
+    /// where it takes as many arguments as the call gives (a variadic one more): a workqueue's `Get()` is not
+    /// the module's `Get(ctx, key, obj)`.
+    pub fn resolve_call(&self, c: &crate::sema::Call, from_file: usize) -> Vec<FnId> {
+        let mut targets = self.resolve_callee(&c.callee, from_file);
+        if self.files[from_file].lang == crate::sema::Lang::Go
+            && matches!(c.callee, Callee::Method(_))
+        {
+            targets.retain(|t| c.args.len() + 1 >= self.func(*t).params.len());
+        }
+        targets
+    }
+
     /// The crate functions a call may run: a method (`e.metric_label()`) among the crate's methods, a function
     /// (`requeue::delay(..)`) by its name and module.
     pub fn resolve_callee(&self, callee: &Callee, from_file: usize) -> Vec<FnId> {
