@@ -460,7 +460,7 @@ impl<'s, 't> Walk<'s, 't> {
                 let m = self.src.text(func.child_by_field_name("field")?);
                 let last = on.rsplit('.').next().unwrap_or(on).to_ascii_lowercase();
                 (m == "Sleep" && (last.contains("clock") || last == "clk"))
-                    .then(|| ("k8s.io/utils/clock", "Sleep"))
+                    .then_some(("k8s.io/utils/clock", "Sleep"))
             })
             .flatten();
         if let Some((path, name)) = clock_sleep.or_else(|| {

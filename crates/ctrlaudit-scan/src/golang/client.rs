@@ -135,9 +135,7 @@ impl Walk<'_, '_> {
         if args.len() < min_args || !is_context(self.src, args[0]) {
             return None;
         }
-        let kind = obj
-            .and_then(|o| self.kind_of(*o))
-            .or(Some(accessor_kind));
+        let kind = obj.and_then(|o| self.kind_of(*o)).or(Some(accessor_kind));
         let body_has_status = m == ApiMethod::Replace
             && obj
                 .and_then(|o| root_ident(self.src, *o))

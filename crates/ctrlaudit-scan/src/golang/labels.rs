@@ -76,7 +76,10 @@ impl Walk<'_, '_> {
     fn label_literals<'a>(&self, n: Node<'a>, through_calls: bool) -> Vec<Node<'a>> {
         let n = strip_ref(n);
         if self.is_label_set(n) {
-            return syntax::keyed_elements(n).into_iter().map(|(_, v)| v).collect();
+            return syntax::keyed_elements(n)
+                .into_iter()
+                .map(|(_, v)| v)
+                .collect();
         }
         if through_calls && n.kind() == "call_expression" {
             return n
@@ -159,10 +162,9 @@ impl Walk<'_, '_> {
                     .is_some_and(|t| {
                         let part = |f| t.child_by_field_name(f).map_or("", |x| self.src.text(x));
                         part("name") == "Labels"
-                            && self
-                                .imports
-                                .path_of(part("package"))
-                                .is_some_and(|p| p.starts_with("github.com/prometheus/client_golang/"))
+                            && self.imports.path_of(part("package")).is_some_and(|p| {
+                                p.starts_with("github.com/prometheus/client_golang/")
+                            })
                     });
             if prometheus_labels {
                 for v in self.label_literals(r, false) {

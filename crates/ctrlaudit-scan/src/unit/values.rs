@@ -86,7 +86,9 @@ impl Unit<'_> {
             .iter()
             .enumerate()
             .flat_map(|(fi, f)| f.func_fields.iter().map(move |(field, c)| (fi, field, c)))
-            .filter(|(_, field, c)| *field == m && !matches!(c, Callee::Method(x) | Callee::SelfMethod(x) if x == m))
+            .filter(|(_, field, c)| {
+                *field == m && !matches!(c, Callee::Method(x) | Callee::SelfMethod(x) if x == m)
+            })
             .flat_map(|(fi, _, c)| match c {
                 Callee::Method(x) => self.resolve_method(x),
                 Callee::SelfMethod(x) | Callee::Path(x) => self.resolve(x, fi),
