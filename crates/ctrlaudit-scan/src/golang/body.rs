@@ -418,7 +418,21 @@ impl<'s, 't> Walk<'s, 't> {
                 }
             }
             self.f.api_calls.push(call);
-        } else if let Some(callee) = self.callee(func) {
+        } else if !self.is_clientset_accessor(func)
+            && let Some(callee) = self.callee(func)
+        {
+            for (i, a) in args.iter().enumerate() {
+                let passed = match a.kind() {
+                    "selector_expression" => self.callee(*a),
+                    "identifier" if self.params.contains_key(self.src.text(*a)) => {
+                        Some(Callee::Path(self.src.text(*a).to_string()))
+                    }
+                    _ => None,
+                };
+                if let Some(m) = passed {
+                    self.f.func_args.push((callee.clone(), i, m));
+                }
+            }
             let args = args.iter().map(|a| self.text_of(*a)).collect();
             self.f.calls.push(Call {
                 callee,
@@ -531,6 +545,27 @@ impl<'s, 't> Walk<'s, 't> {
             }
             _ => None,
         }
+    }
+
+    /// A clientset's accessor in a chain (`cs.CoreV1()`, `cs.CoreV1().Namespaces()`): client-go's, never a
+    /// method of the module that happens to share the name.
+    fn is_clientset_accessor(&self, func: Node<'_>) -> bool {
+        if func.kind() != "selector_expression" {
+            return false;
+        }
+        let field = |n: Node<'_>| {
+            n.child_by_field_name("field")
+                .map_or("", |f| self.src.text(f))
+                .to_string()
+        };
+        if super::client::is_group_version(&field(func)) {
+            return true;
+        }
+        func.child_by_field_name("operand")
+            .filter(|o| o.kind() == "call_expression")
+            .and_then(|o| o.child_by_field_name("function"))
+            .filter(|f| f.kind() == "selector_expression")
+            .is_some_and(|f| super::client::is_group_version(&field(f)))
     }
 
     /// A method value (`c.sync`, not called) stored in field `field`: what a call of the field runs.

@@ -110,8 +110,15 @@ impl Walk<'_, '_> {
         let accessor_kind = match resource.kind() {
             // A typed client held in a variable: `secrets := cs.CoreV1().Secrets(ns)`, or a parameter typed
             // `corev1client.SecretInterface`.
-            "identifier" => self.typed_clients.get(self.src.text(resource)).cloned(),
-            _ => self.accessor_kind(resource),
+            "identifier" => self
+                .typed_clients
+                .get(self.src.text(resource))
+                .cloned()
+                .map(Some),
+            // client-go's dynamic client (`dyn.Resource(gvr).Namespace(ns).Get(..)`): uncached too; the kind is
+            // in a GroupVersionResource.
+            _ if is_dynamic_resource(self.src, resource) => Some(None),
+            _ => self.accessor_kind(resource).map(Some),
         };
         let accessor_kind = accessor_kind?;
         let status_arg = || {
@@ -135,7 +142,7 @@ impl Walk<'_, '_> {
         if args.len() < min_args || !is_context(self.src, args[0]) {
             return None;
         }
-        let kind = obj.and_then(|o| self.kind_of(*o)).or(Some(accessor_kind));
+        let kind = obj.and_then(|o| self.kind_of(*o)).or(accessor_kind);
         let body_has_status = m == ApiMethod::Replace
             && obj
                 .and_then(|o| root_ident(self.src, *o))
@@ -285,8 +292,33 @@ impl Walk<'_, '_> {
     }
 }
 
+/// `dyn.Resource(gvr)` or `dyn.Resource(gvr).Namespace(ns)`: a dynamic client's resource interface.
+fn is_dynamic_resource(src: &Src<'_>, n: Node<'_>) -> bool {
+    match dynamic_step(src, n, "Namespace") {
+        Some(inner) => dynamic_step(src, inner, "Resource").is_some(),
+        None => dynamic_step(src, n, "Resource").is_some(),
+    }
+}
+
+/// `x.<name>(one argument)`: its operand `x`.
+fn dynamic_step<'a>(src: &Src<'_>, n: Node<'a>, name: &str) -> Option<Node<'a>> {
+    if n.kind() != "call_expression"
+        || n.child_by_field_name("arguments")
+            .is_none_or(|a| a.named_child_count() != 1)
+    {
+        return None;
+    }
+    let f = n
+        .child_by_field_name("function")
+        .filter(|f| f.kind() == "selector_expression")?;
+    (f.child_by_field_name("field")
+        .is_some_and(|x| src.text(x) == name))
+    .then(|| f.child_by_field_name("operand"))
+    .flatten()
+}
+
 /// A clientset's API group accessor: `CoreV1`, `AppsV1`, `BatchV1beta1`, `SchedulingV1alpha1`.
-fn is_group_version(name: &str) -> bool {
+pub(super) fn is_group_version(name: &str) -> bool {
     let Some((group, version)) = name.rsplit_once('V') else {
         return false;
     };

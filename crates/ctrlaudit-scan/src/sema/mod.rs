@@ -208,6 +208,10 @@ pub struct FnModel {
     /// Takes items off a client-go workqueue and marks them done (`key, quit := c.queue.Get()` …
     /// `c.queue.Done(key)`): a worker, whose calls run for each queued object as a reconcile's do.
     pub works_queue: bool,
+    /// Functions handed to a call as an argument (`RunWorker(ctx, q, c.syncHandler)`, or a parameter passed on:
+    /// `processNextWorkItem(ctx, q, syncHandler)`): the function called, the argument's position, the method
+    /// value or parameter name. A call of that parameter in the callee runs it.
+    pub func_args: Vec<(Callee, usize, Callee)>,
 }
 
 /// A call of a function or method, before the crate join resolves it.

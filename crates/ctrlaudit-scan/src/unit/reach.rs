@@ -45,7 +45,7 @@ impl Unit<'_> {
                     continue;
                 }
                 let arm = edge_phase(c, here);
-                for callee in self.resolve_call(c, id.0) {
+                for callee in self.resolve_call(c, id) {
                     if self.moves_phase(callee, &arm) {
                         continue;
                     }
@@ -86,7 +86,7 @@ impl Unit<'_> {
                     continue;
                 }
                 let incoming = edge_phase(c, &here);
-                for callee in self.resolve_call(c, id.0) {
+                for callee in self.resolve_call(c, id) {
                     let merged = match ctx.get(&callee) {
                         None => incoming.clone(),
                         Some(have) => {
@@ -157,7 +157,7 @@ impl Unit<'_> {
                 .calls
                 .iter()
                 .filter(followed)
-                .flat_map(|c| self.resolve_call(c, id.0))
+                .flat_map(|c| self.resolve_call(c, id))
                 .collect();
             for callee in callees {
                 if seen.contains_key(&callee) {

@@ -55,14 +55,47 @@ impl Unit<'_> {
     /// The functions a call may run ([`Self::resolve_callee`]); in Go, a method reached by its name alone only
     /// where it takes as many arguments as the call gives (a variadic one more): a workqueue's `Get()` is not
     /// the module's `Get(ctx, key, obj)`.
-    pub fn resolve_call(&self, c: &crate::sema::Call, from_file: usize) -> Vec<FnId> {
+    pub fn resolve_call(&self, c: &crate::sema::Call, from: FnId) -> Vec<FnId> {
+        let from_file = from.0;
         let mut targets = self.resolve_callee(&c.callee, from_file);
+        // `syncHandler(ctx, key)` where `syncHandler` is a parameter: what callers hand it.
+        if targets.is_empty()
+            && let Callee::Path(p) = &c.callee
+            && let Some(i) = self.func(from).params.iter().position(|x| x == p)
+        {
+            targets = self.handed_to(from, i, 3);
+        }
         if self.files[from_file].lang == crate::sema::Lang::Go
             && matches!(c.callee, Callee::Method(_))
         {
             targets.retain(|t| c.args.len() + 1 >= self.func(*t).params.len());
         }
         targets
+    }
+
+    /// The functions callers hand `f` as its argument `i`: method values, or their own parameters passed on (a
+    /// few hops up).
+    fn handed_to(&self, f: FnId, i: usize, depth: u8) -> Vec<FnId> {
+        if depth == 0 {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        for caller in self.all_fns() {
+            for (called, at, value) in &self.func(caller).func_args {
+                if *at != i || !self.resolve_callee(called, caller.0).contains(&f) {
+                    continue;
+                }
+                match value {
+                    Callee::Path(p) if self.func(caller).params.contains(p) => {
+                        if let Some(j) = self.func(caller).params.iter().position(|x| x == p) {
+                            out.extend(self.handed_to(caller, j, depth - 1));
+                        }
+                    }
+                    m => out.extend(self.resolve_callee(m, caller.0)),
+                }
+            }
+        }
+        out
     }
 
     /// The crate functions a call may run: a method (`e.metric_label()`) among the crate's methods, a function
