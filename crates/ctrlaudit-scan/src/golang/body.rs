@@ -51,6 +51,8 @@ pub(super) struct Pending {
 pub(super) struct Walk<'s, 't> {
     pub(super) src: &'s Src<'t>,
     pub(super) imports: &'s Imports,
+    /// The file's own struct types that embed no `ObjectMeta`: a `Name` field of theirs names no object.
+    pub(super) plain_structs: &'s HashSet<String>,
     /// The receiver's name (`r` of `func (r *WidgetReconciler) …`).
     pub(super) recv: Option<String>,
     /// Local variables and parameters by name → their type's own name.
@@ -85,6 +87,7 @@ pub(super) struct Walk<'s, 't> {
 pub(super) fn function(
     src: &Src<'_>,
     imports: &Imports,
+    plain_structs: &HashSet<String>,
     decl: Node<'_>,
     model: &mut FileModel,
 ) -> FnModel {
@@ -97,6 +100,7 @@ pub(super) fn function(
     let mut w = Walk {
         src,
         imports,
+        plain_structs,
         recv,
         locals: HashMap::new(),
         volatile_locals: HashMap::new(),
@@ -515,7 +519,7 @@ impl<'s, 't> Walk<'s, 't> {
 
     /// A call of the module's own code, as the crate join resolves it; `None` for the standard library,
     /// Kubernetes' libraries and builtins.
-    fn callee(&self, func: Node<'_>) -> Option<Callee> {
+    pub(super) fn callee(&self, func: Node<'_>) -> Option<Callee> {
         match func.kind() {
             "identifier" => {
                 let name = self.src.text(func);
@@ -545,52 +549,6 @@ impl<'s, 't> Walk<'s, 't> {
             }
             _ => None,
         }
-    }
-
-    /// A clientset's accessor in a chain (`cs.CoreV1()`, `cs.CoreV1().Namespaces()`): client-go's, never a
-    /// method of the module that happens to share the name.
-    fn is_clientset_accessor(&self, func: Node<'_>) -> bool {
-        if func.kind() != "selector_expression" {
-            return false;
-        }
-        let field = |n: Node<'_>| {
-            n.child_by_field_name("field")
-                .map_or("", |f| self.src.text(f))
-                .to_string()
-        };
-        if super::client::is_group_version(&field(func)) {
-            return true;
-        }
-        func.child_by_field_name("operand")
-            .filter(|o| o.kind() == "call_expression")
-            .and_then(|o| o.child_by_field_name("function"))
-            .filter(|f| f.kind() == "selector_expression")
-            .is_some_and(|f| super::client::is_group_version(&field(f)))
-    }
-
-    /// A method value (`c.sync`, not called) stored in field `field`: what a call of the field runs.
-    pub(super) fn func_field(&mut self, field: &str, value: Node<'_>) {
-        if value.kind() == "selector_expression"
-            && let Some(callee) = self.callee(value)
-        {
-            self.func_fields.push((field.to_string(), callee));
-        }
-    }
-
-    /// `c.queue.Get()` (no argument) or `c.queue.Done(item)`: a client-go workqueue's take and release, with the
-    /// queue they are called on. Both on one operand make a worker; each alone is too common a name to say so.
-    fn queue_method(&self, func: Node<'_>, args: &[Node<'_>]) -> Option<(String, &'static str)> {
-        if func.kind() != "selector_expression" {
-            return None;
-        }
-        let on = self.src.text(func.child_by_field_name("operand")?);
-        let field = self.src.text(func.child_by_field_name("field")?);
-        let m = match (field, args.len()) {
-            ("Get", 0) => "Get",
-            ("Done", 1) => "Done",
-            _ => return None,
-        };
-        Some((on.to_string(), m))
     }
 
     /// The receiver's type name when `name` is the receiver.

@@ -236,9 +236,9 @@ impl Walk<'_, '_> {
     fn is_object(&self, o: Node<'_>) -> bool {
         let o = strip_ref(o);
         match o.kind() {
-            "identifier" => self
-                .local_type(self.src.text(o))
-                .is_some_and(|t| t.starts_with(|c: char| c.is_ascii_uppercase())),
+            "identifier" => self.local_type(self.src.text(o)).is_some_and(|t| {
+                t.starts_with(|c: char| c.is_ascii_uppercase()) && !self.plain_structs.contains(t)
+            }),
             "selector_expression" => o
                 .child_by_field_name("field")
                 .is_some_and(|f| matches!(self.src.text(f), "ObjectMeta" | "NamespacedName")),

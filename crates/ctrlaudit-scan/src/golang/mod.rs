@@ -13,6 +13,7 @@ mod labels;
 pub mod module;
 mod requeues;
 mod syntax;
+mod wiring;
 
 use crate::finding::Span;
 use crate::sema::{CrdDecl, FileModel, FnModel, Lang};
@@ -80,6 +81,7 @@ pub fn analyze(name: &str, text: &str) -> Result<FileModel, GoError> {
         lang: Lang::Go,
         ..Default::default()
     };
+    let plain = plain_structs(&src, root);
     let mut prev_comments: Vec<Node> = Vec::new();
     for item in named_children(root) {
         match item.kind() {
@@ -93,7 +95,7 @@ pub fn analyze(name: &str, text: &str) -> Result<FileModel, GoError> {
             }
             "const_declaration" | "var_declaration" => consts(&src, &imports, item, &mut model),
             "function_declaration" | "method_declaration" => {
-                let f = body::function(&src, &imports, item, &mut model);
+                let f = body::function(&src, &imports, &plain, item, &mut model);
                 model.fns.push(f);
             }
             _ => {}
@@ -224,6 +226,31 @@ fn default_package_name(path: &str) -> String {
 /// The kinds a type declaration declares, from the kubebuilder markers in the comments right above it:
 /// `+kubebuilder:object:root=true` makes it a kind, `+kubebuilder:subresource:status` gives it the status
 /// subresource.
+/// The file's struct types that embed no `ObjectMeta` and have no `Namespace` (`OperationKey{Name, ResourceID}`):
+/// their `Name` is no object's name.
+fn plain_structs(src: &Src<'_>, root: Node<'_>) -> std::collections::HashSet<String> {
+    named_children(root)
+        .filter(|d| d.kind() == "type_declaration")
+        .flat_map(named_children)
+        .filter(|s| s.kind() == "type_spec")
+        .filter_map(|spec| {
+            let body = spec
+                .child_by_field_name("type")
+                .filter(|t| t.kind() == "struct_type")?;
+            // A struct with a `Namespace` beside its `Name` holds an object's key (`MachineLabels{Name,
+            // Namespace, Reason}`), whatever it embeds.
+            let meta = syntax::any_node(body, &mut |n| {
+                n.kind() == "field_declaration"
+                    && (src.text(n).contains("ObjectMeta")
+                        || n.child_by_field_name("name")
+                            .is_some_and(|f| src.text(f) == "Namespace"))
+            });
+            let name = src.text(spec.child_by_field_name("name")?).to_string();
+            (!meta).then_some(name)
+        })
+        .collect()
+}
+
 /// The interfaces a type declaration declares, with their own methods (embedded interfaces are not expanded).
 fn interfaces(src: &Src<'_>, decl: Node<'_>) -> Vec<crate::sema::InterfaceDecl> {
     named_children(decl)
