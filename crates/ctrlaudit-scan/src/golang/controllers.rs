@@ -368,14 +368,21 @@ fn reconciler_type(w: &body::Walk<'_, '_>, r: Node<'_>) -> Option<String> {
             .child_by_field_name("type")
             .map(|t| syntax::base_type(src, t)),
         // A reconciler wrapped by an adapter (`reconcile.AsReconciler(mgr.GetClient(), c)`, a singleton's
-        // `AsReconciler(r)`): the argument whose type is known.
-        "call_expression" => r.child_by_field_name("arguments").and_then(|a| {
-            named_children(a)
-                .collect::<Vec<_>>()
-                .into_iter()
-                .rev()
-                .find_map(|x| reconciler_type(w, x))
-        }),
+        // `AsReconciler(r)`): the argument whose type is known. Any other call (`NewWidgetReconciler(c)`) returns
+        // a type it does not name here.
+        "call_expression"
+            if r.child_by_field_name("function").is_some_and(|f| {
+                src.text(f) == "AsReconciler" || src.text(f).ends_with(".AsReconciler")
+            }) =>
+        {
+            r.child_by_field_name("arguments").and_then(|a| {
+                named_children(a)
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    .rev()
+                    .find_map(|x| reconciler_type(w, x))
+            })
+        }
         _ => None,
     };
     t.filter(|t| !matches!(t.as_str(), "Reconciler" | "TypedReconciler"))
