@@ -223,9 +223,6 @@ fn default_package_name(path: &str) -> String {
     last.trim_start_matches("go-").replace(['-', '.'], "")
 }
 
-/// The kinds a type declaration declares, from the kubebuilder markers in the comments right above it:
-/// `+kubebuilder:object:root=true` makes it a kind, `+kubebuilder:subresource:status` gives it the status
-/// subresource.
 /// The file's struct types that embed no `ObjectMeta` and have no `Namespace` (`OperationKey{Name, ResourceID}`):
 /// their `Name` is no object's name.
 fn plain_structs(src: &Src<'_>, root: Node<'_>) -> std::collections::HashSet<String> {
@@ -242,8 +239,9 @@ fn plain_structs(src: &Src<'_>, root: Node<'_>) -> std::collections::HashSet<Str
             let meta = syntax::any_node(body, &mut |n| {
                 n.kind() == "field_declaration"
                     && (src.text(n).contains("ObjectMeta")
-                        || n.child_by_field_name("name")
-                            .is_some_and(|f| src.text(f) == "Namespace"))
+                        || syntax::field_children(n, "name")
+                            .iter()
+                            .any(|f| src.text(*f) == "Namespace"))
             });
             let name = src.text(spec.child_by_field_name("name")?).to_string();
             (!meta).then_some(name)
@@ -270,6 +268,9 @@ fn interfaces(src: &Src<'_>, decl: Node<'_>) -> Vec<crate::sema::InterfaceDecl> 
         .collect()
 }
 
+/// The kinds a type declaration declares, from the kubebuilder markers in the comments right above it:
+/// `+kubebuilder:object:root=true` makes it a kind, `+kubebuilder:subresource:status` gives it the status
+/// subresource.
 fn crd_decls(src: &Src<'_>, decl: Node<'_>, comments: &[Node<'_>]) -> Vec<CrdDecl> {
     let markers: Vec<&str> = comments.iter().map(|c| src.text(*c)).collect();
     let marked = |m: &str| {

@@ -270,9 +270,10 @@ impl<'m> Unit<'m> {
         BUILTIN_WITH_STATUS.contains(&kind).then_some(true)
     }
 
-    /// Functions handed to `Controller::run` as reconcile. Only when the unit runs no Controller whose reconcile
-    /// resolves (a library of reconcilers, a partial scan), reconcile-shaped async functions instead: returning
-    /// an `Action` does not make a function a reconcile when the crate says which one is.
+    /// Functions handed to `Controller::run` as reconcile, and client-go workqueue workers
+    /// (`FnModel::works_queue`). Only when the unit has neither (a library of reconcilers, a partial scan),
+    /// reconcile-shaped async functions instead: returning an `Action` does not make a function a reconcile
+    /// when the crate says which one is.
     pub fn reconcile_roots(&self) -> Vec<FnId> {
         let mut roots = BTreeMap::new();
         for (fi, f) in self.files.iter().enumerate().filter(|(_, f)| !f.library) {
@@ -375,13 +376,13 @@ impl<'m> Unit<'m> {
     }
 }
 
-/// The module a source file is: `src/operator/resources.rs` → `resources`, `src/operator/mod.rs` → `operator`; a Go
-/// file is of the package its directory is (`internal/util/names.go` → `util`).
 /// A Go file's package: its directory.
 fn package_dir(path: &str) -> &str {
     path.rsplit_once('/').map_or("", |(dir, _)| dir)
 }
 
+/// The module a source file is: `src/operator/resources.rs` → `resources`, `src/operator/mod.rs` → `operator`; a Go
+/// file is of the package its directory is (`internal/util/names.go` → `util`).
 fn module_of(path: &str) -> &str {
     let p = std::path::Path::new(path);
     if path.ends_with(".go") {

@@ -1,7 +1,7 @@
 //! Values across functions once the crate is joined: which functions return a volatile value or a constant
 //! duration, and which parameters reach the body of a write, through helpers that hand them on.
 
-use super::{FnId, Unit};
+use super::{FnId, Unit, package_dir};
 use crate::sema::{ApiCall, Callee, DurationReturn, Value, VolatileReturn, unbound};
 
 /// How many helpers deep a parameter is followed to a write (`patch_process_status` → `merge_status` →
@@ -53,8 +53,8 @@ impl Unit<'_> {
     }
 
     /// The functions a call may run ([`Self::resolve_callee`]); in Go, a method reached by its name alone only
-    /// where it takes as many arguments as the call gives (a variadic one more): a workqueue's `Get()` is not
-    /// the module's `Get(ctx, key, obj)`.
+    /// where the call gives at least all its parameters but one (a variadic one may get none; the front end does
+    /// not record which is variadic): a workqueue's `Get()` is not the module's `Get(ctx, key)`.
     pub fn resolve_call(&self, c: &crate::sema::Call, from: FnId) -> Vec<FnId> {
         let from_file = from.0;
         let mut targets = self.resolve_callee(&c.callee, from_file);
@@ -115,9 +115,13 @@ impl Unit<'_> {
         let (Callee::Method(m) | Callee::SelfMethod(m)) = callee else {
             return found;
         };
+        // Only the fields stored in the caller's own package: another package's controllers have
+        // `syncHandler`s of their own.
+        let package = package_dir(&self.files[from_file].path);
         self.files
             .iter()
             .enumerate()
+            .filter(|(_, f)| package_dir(&f.path) == package)
             .flat_map(|(fi, f)| f.func_fields.iter().map(move |(field, c)| (fi, field, c)))
             .filter(|(_, field, c)| {
                 *field == m && !matches!(c, Callee::Method(x) | Callee::SelfMethod(x) if x == m)
