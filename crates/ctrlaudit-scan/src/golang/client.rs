@@ -185,11 +185,7 @@ impl Walk<'_, '_> {
     /// clientset's `monitoringv1.PrometheusInterface` → `Prometheus` (an interface of a `…/typed/<group>/<version>`
     /// package). A group's interface (`CoreV1Interface`) is not one resource's client.
     pub(super) fn typed_client_kind(&self, ty: Node<'_>) -> Option<String> {
-        if ty.kind() != "qualified_type" {
-            return None;
-        }
-        let pkg = self.src.text(ty.child_by_field_name("package")?);
-        let name = self.src.text(ty.child_by_field_name("name")?);
+        let (pkg, name) = syntax::qualified_type(self.src, ty)?;
         let path = self.imports.path_of(pkg)?;
         let kind = name.strip_suffix("Interface")?;
         (path.contains("/typed/")

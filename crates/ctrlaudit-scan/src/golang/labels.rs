@@ -3,6 +3,7 @@
 
 use super::body::Walk;
 use super::syntax::{self, strip_ref};
+use crate::finding::Span;
 use crate::sema::{LabelValue, TextExpr, TextSource};
 use tree_sitter::Node;
 
@@ -39,15 +40,9 @@ impl Walk<'_, '_> {
         if set.kind() == "identifier"
             && let Some(values) = self.label_sets.get(self.src.text(set))
         {
-            let values = values.clone();
-            self.model_labels
-                .extend(values.into_iter().map(|(span, value)| LabelValue {
-                    span,
-                    value,
-                    bound_to: None,
-                    in_fn: self.f.name.clone(),
-                    formats_enum: false,
-                }));
+            for (span, value) in values.clone() {
+                self.push_label(span, value, None);
+            }
             return;
         }
         // Only a label set (`prometheus.Labels{..}`, `map[string]string{..}`, or one handed to a helper that
@@ -62,8 +57,12 @@ impl Walk<'_, '_> {
         let bound_to = (v.kind() == "identifier")
             .then(|| self.text_locals.get(self.src.text(v)).cloned())
             .flatten();
+        self.push_label(self.src.span(v), value, bound_to);
+    }
+
+    fn push_label(&mut self, span: Span, value: TextExpr, bound_to: Option<TextExpr>) {
         self.model_labels.push(LabelValue {
-            span: self.src.span(v),
+            span,
             value,
             bound_to,
             in_fn: self.f.name.clone(),
@@ -158,11 +157,10 @@ impl Walk<'_, '_> {
             let r = strip_ref(r);
             let prometheus_labels = r.kind() == "composite_literal"
                 && r.child_by_field_name("type")
-                    .filter(|t| t.kind() == "qualified_type")
-                    .is_some_and(|t| {
-                        let part = |f| t.child_by_field_name(f).map_or("", |x| self.src.text(x));
-                        part("name") == "Labels"
-                            && self.imports.path_of(part("package")).is_some_and(|p| {
+                    .and_then(|t| syntax::qualified_type(self.src, t))
+                    .is_some_and(|(pkg, name)| {
+                        name == "Labels"
+                            && self.imports.path_of(pkg).is_some_and(|p| {
                                 p.starts_with("github.com/prometheus/client_golang/")
                             })
                     });

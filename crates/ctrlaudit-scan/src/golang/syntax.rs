@@ -198,6 +198,17 @@ pub(crate) fn qualified<'t>(src: &Src<'t>, n: Node<'_>) -> Option<(&'t str, &'t 
     (op.kind() == "identifier").then(|| (src.text(op), src.text(field)))
 }
 
+/// `pkg.Name` as a type (`prometheus.Labels`, `corev1client.SecretInterface`): the package and the name.
+pub(crate) fn qualified_type<'t>(src: &Src<'t>, t: Node<'_>) -> Option<(&'t str, &'t str)> {
+    if t.kind() != "qualified_type" {
+        return None;
+    }
+    Some((
+        src.text(t.child_by_field_name("package")?),
+        src.text(t.child_by_field_name("name")?),
+    ))
+}
+
 /// Does the subtree hold a node for which `pred` holds? Walked without recursion.
 pub(crate) fn any_node(n: Node<'_>, pred: &mut dyn FnMut(Node<'_>) -> bool) -> bool {
     let mut cursor = n.walk();

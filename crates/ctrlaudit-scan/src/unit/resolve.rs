@@ -5,7 +5,8 @@ use super::{FnId, MAX_IMPLEMENTATIONS, MAX_METHOD_TARGETS, Unit, module_of, pack
 use std::collections::{HashMap, HashSet};
 
 impl<'m> Unit<'m> {
-    /// Resolves a called name from a file: same file first, then unique in the unit.
+    /// Resolves a called name from a file: same file first, then (Go) the file's package, then unique in the
+    /// unit.
     pub fn resolve(&self, name: &str, from_file: usize) -> Vec<FnId> {
         // A trait method on a type parameter reaches each impl of it (in any file); which one runs depends on
         // the instantiation, and every instantiation runs as a reconcile.

@@ -85,13 +85,13 @@ impl Unit<'_> {
                 if *at != i || !self.resolve_callee(called, caller.0).contains(&f) {
                     continue;
                 }
-                match value {
-                    Callee::Path(p) if self.func(caller).params.contains(p) => {
-                        if let Some(j) = self.func(caller).params.iter().position(|x| x == p) {
-                            out.extend(self.handed_to(caller, j, depth - 1));
-                        }
-                    }
-                    m => out.extend(self.resolve_callee(m, caller.0)),
+                let passed_on = match value {
+                    Callee::Path(p) => self.func(caller).params.iter().position(|x| x == p),
+                    _ => None,
+                };
+                match passed_on {
+                    Some(j) => out.extend(self.handed_to(caller, j, depth - 1)),
+                    None => out.extend(self.resolve_callee(value, caller.0)),
                 }
             }
         }
