@@ -105,7 +105,7 @@ impl<'ast> Extractor<'_, 'ast> {
                 _ => Vec::new(),
             })
             .unwrap_or_default();
-        self.push_call(Callee::Path(name.clone()), type_args);
+        self.push_call(Callee::Path(name.clone()), type_args, to_pos(p.span()));
         Some(name)
     }
 

@@ -91,7 +91,7 @@ impl<'ast> Extractor<'_, 'ast> {
 
     /// Records a call of a function or method with where it is made; one on the routine path is noted for the
     /// arm it is in (see [`Self::note_call`]).
-    pub(super) fn push_call(&mut self, callee: Callee, type_args: Vec<String>) {
+    pub(super) fn push_call(&mut self, callee: Callee, type_args: Vec<String>, at: Pos) {
         let path = if self.deletion_path > 0 {
             CallPath::Deletion
         } else if self.error_path > 0 {
@@ -124,6 +124,7 @@ impl<'ast> Extractor<'_, 'ast> {
         };
         f.model.calls.push(Call {
             callee,
+            at,
             type_args,
             ctx,
             args: Vec::new(),

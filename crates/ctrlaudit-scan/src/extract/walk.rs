@@ -257,6 +257,7 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
                 .as_ref()
                 .map(|t| turbofish(&t.args))
                 .unwrap_or_default(),
+            to_pos(m.method.span()),
         );
         if plain {
             self.record_api_arg_call(

@@ -10,7 +10,7 @@ use super::client::object_arg;
 use super::syntax::{self, Src, named_children, qualified, root_ident, snake};
 use super::{Imports, controllers, fn_header, statements};
 use crate::sema::{
-    ApiCall, Call, CallCtx, CallPath, Callee, ErrorSign, FileModel, FnModel, Guard, GuardKind, Pos,
+    ApiCall, Call, CallCtx, CallPath, Callee, ErrorSign, FileModel, FnModel, Guard, GuardKind,
     ResolvedCall, VolatileWrite,
 };
 use std::collections::{HashMap, HashSet};
@@ -440,6 +440,7 @@ impl<'s, 't> Walk<'s, 't> {
             let args = args.iter().map(|a| self.text_of(*a)).collect();
             self.f.calls.push(Call {
                 callee,
+                at: self.src.pos(n),
                 args,
                 type_args: Vec::new(),
                 ctx: CallCtx {
@@ -485,16 +486,10 @@ impl<'s, 't> Walk<'s, 't> {
             let (pkg, name) = qualified(self.src, func)?;
             Some((self.imports.path_of(pkg)?, name))
         }) {
-            let (a, b) = (n.start_position(), n.end_position());
             resolved = Some(self.f.resolved_calls.len());
             self.f.resolved_calls.push(ResolvedCall {
                 callee: Callee::Path(format!("{path}::{name}")),
-                at: Pos {
-                    line: (a.row + 1) as u32,
-                    column: (a.column + 1) as u32,
-                    end_line: (b.row + 1) as u32,
-                    end_column: (b.column + 1) as u32,
-                },
+                at: self.src.pos(n),
                 off_runtime: place.detached,
                 repeats_write: false,
             });

@@ -2,6 +2,7 @@
 //! end asks about.
 
 use crate::finding::Span;
+use crate::sema::Pos;
 use tree_sitter::Node;
 
 /// The file being read: its name for spans and its text for node contents.
@@ -30,6 +31,18 @@ impl<'t> Src<'t> {
             column: a.column + 1,
             end_line: b.row + 1,
             end_column: b.column + 1,
+        }
+    }
+
+    /// The node's place, 1-based, for facts that know their file from elsewhere.
+    pub(crate) fn pos(&self, n: Node<'_>) -> Pos {
+        let (a, b) = (n.start_position(), n.end_position());
+        let n = |v: usize| u32::try_from(v + 1).unwrap_or(u32::MAX);
+        Pos {
+            line: n(a.row),
+            column: n(a.column),
+            end_line: n(b.row),
+            end_column: n(b.column),
         }
     }
 

@@ -4,7 +4,9 @@
 
 use super::{Ctx, finding};
 use crate::finding::{Finding, Span};
-use crate::sema::{Callee, Lang};
+use crate::sema::{Callee, FnModel, Lang};
+use crate::unit::FnId;
+use std::collections::HashSet;
 
 /// Functions that block the calling thread, by full path or path prefix: a sleep, file and process I/O of the
 /// standard library, reqwest's blocking client, and running a future to completion.
@@ -25,6 +27,11 @@ fn blocks(callee: &Callee, lang: Lang) -> Option<String> {
             GO_WAITS.contains(&p.as_str()) || GO_WAIT_PREFIXES.iter().any(|x| p.starts_with(x));
         let (path, name) = p.rsplit_once("::")?;
         let package = path.rsplit('/').next().unwrap_or(path);
+        // A cloud SDK's waiter (`ec2.NewInstanceTerminatedWaiter(c).Wait(ctx, in, 2*time.Minute)`, AWS SDK v2):
+        // one is made to wait with it.
+        if name.starts_with("New") && name.ends_with("Waiter") {
+            return Some(format!("{package}.{name}(..).Wait"));
+        }
         return waits.then(|| format!("{package}.{name}"));
     }
     match callee {
@@ -42,25 +49,81 @@ fn blocks(callee: &Callee, lang: Lang) -> Option<String> {
     }
 }
 
+/// The calls of `func` that block, where they are and what they are.
+fn blocking_calls<'a>(
+    func: &'a FnModel,
+    lang: Lang,
+) -> impl Iterator<Item = (Span, String)> + 'a {
+    func.resolved_calls
+        .iter()
+        .filter(|c| !c.off_runtime)
+        // A poll that repeats a write (`get; update` until no 409) retries; it waits on nothing else.
+        .filter(|c| !c.repeats_write)
+        .filter_map(move |c| Some((c.at.in_file(&func.span.file), blocks(&c.callee, lang)?)))
+}
+
+/// The crate's own waiting helpers: a function named for waiting (`waitForMachineCreation`, `PollImmediate`,
+/// `WaitUntilClusterActive`, `wait_for_ready`) that blocks, itself or through another such helper. Waiting is
+/// what it is for, so a call of one waits as surely as `time.Sleep`, though the helper may be in another package
+/// or behind an interface.
+fn waiters(cx: &Ctx<'_>) -> HashSet<FnId> {
+    let named_for_waiting = |id: FnId| {
+        let name = cx.unit.func(id).name.to_ascii_lowercase();
+        ["wait", "poll", "sleep"].iter().any(|w| name.starts_with(w))
+    };
+    let mut out: HashSet<FnId> = cx
+        .unit
+        .all_fns()
+        .filter(|&id| named_for_waiting(id))
+        .filter(|&id| blocking_calls(cx.unit.func(id), cx.lang(id.0)).next().is_some())
+        .collect();
+    // A wrapper of a wrapper (`WaitUntilReady` → `pollUntil` → `wait.PollUntilContextTimeout`), a few levels.
+    for _ in 0..3 {
+        let more: Vec<FnId> = cx
+            .unit
+            .all_fns()
+            .filter(|&id| named_for_waiting(id) && !out.contains(&id))
+            .filter(|&id| {
+                cx.unit
+                    .func(id)
+                    .calls
+                    .iter()
+                    .any(|c| cx.unit.resolve_call(c, id).iter().any(|t| out.contains(t)))
+            })
+            .collect();
+        if more.is_empty() {
+            break;
+        }
+        out.extend(more);
+    }
+    out
+}
+
 pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
+    let waiters = waiters(cx);
     for (&id, _) in cx.reach.iter() {
         let func = cx.unit.func(id);
-        let calls = func
-            .resolved_calls
-            .iter()
-            .filter(|c| !c.off_runtime)
-            // A poll that repeats a write (`get; update` until no 409) retries; it waits on nothing else.
-            .filter(|c| !c.repeats_write)
-            .filter_map(|c| {
-                Some((
-                    c.at.in_file(&func.span.file),
-                    blocks(&c.callee, cx.lang(id.0))?,
-                ))
-            });
+        let own = blocking_calls(func, cx.lang(id.0));
+        // A call of a waiting helper waits where reconcile makes it: each line of the chain is one a reader may
+        // name (the helper's wait, the call that runs it), and each holds the worker.
+        let helpers = func.calls.iter().filter_map(|c| {
+            let target = cx
+                .unit
+                .resolve_call(c, id)
+                .into_iter()
+                .find(|t| waiters.contains(t))?;
+            let name = c.callee.name();
+            let what = match blocking_calls(cx.unit.func(target), cx.lang(target.0)).next() {
+                Some((_, inner)) => format!("`{name}` (through `{inner}`)"),
+                None => format!("`{name}`"),
+            };
+            Some((c.at.in_file(&func.span.file), what))
+        });
+        let calls = own.map(|(span, what)| (span, format!("`{what}`"))).chain(helpers);
         let guards = func
             .guards_across_await
             .iter()
-            .map(|g| (g.span.clone(), g.what.clone()));
+            .map(|g| (g.span.clone(), format!("`{}`", g.what)));
         let mut sites: Vec<(Span, String)> = calls.chain(guards).collect();
         sites.sort_by_key(|(s, _)| (s.line, s.column));
         for (span, what) in sites {
@@ -69,7 +132,7 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
             let (message, help) = match cx.lang(id.0) {
                 Lang::Rust => (
                     format!(
-                        "`{what}` blocks the async runtime {}{}",
+                        "{what} blocks the async runtime {}{}",
                         when.phrase(),
                         cx.via(id)
                     ),
@@ -77,7 +140,7 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
                 ),
                 Lang::Go => (
                     format!(
-                        "`{what}` waits inside reconcile {}{}: it holds one of the controller's workers (one by default) while every other object waits",
+                        "{what} waits inside reconcile {}{}: it holds one of the controller's workers (one by default) while every other object waits",
                         when.phrase(),
                         cx.via(id)
                     ),

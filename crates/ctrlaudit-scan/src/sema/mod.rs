@@ -218,6 +218,9 @@ pub struct FnModel {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Call {
     pub callee: Callee,
+    /// Where it is made, in the file of the function it is in: a rule that reports a call of the crate's own
+    /// function (a helper that waits) names this line.
+    pub at: Pos,
     /// The types a turbofish names, by last path segment: `ARecord` of `run::<ARecord>(..)`.
     pub type_args: Vec<String>,
     pub ctx: CallCtx,
