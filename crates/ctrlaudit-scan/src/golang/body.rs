@@ -81,6 +81,7 @@ pub(super) struct Walk<'s, 't> {
     pub(super) label_sets: HashMap<String, Vec<(crate::finding::Span, crate::sema::TextExpr)>>,
     /// See `FileModel::func_fields`.
     pub(super) func_fields: Vec<(String, Callee)>,
+    pub(super) clients: super::provenance::ClientFlow,
 }
 
 /// The model of one function or method declaration; Controllers it builds go to `model`.
@@ -116,6 +117,7 @@ pub(super) fn function(
         queue_seen: HashSet::new(),
         func_fields: Vec::new(),
         label_sets: HashMap::new(),
+        clients: Default::default(),
     };
     if let Some(list) = decl.child_by_field_name("parameters") {
         w.declare_params(list);
@@ -131,6 +133,7 @@ pub(super) fn function(
     model.controllers.append(&mut w.controllers);
     model.metric_label_values.append(&mut w.model_labels);
     model.func_fields.append(&mut w.func_fields);
+    model.cache_disabled.append(&mut w.clients.cache_disabled);
     w.f.works_queue = w
         .queue_seen
         .iter()
@@ -251,6 +254,7 @@ impl<'s, 't> Walk<'s, 't> {
             "return_statement" => {
                 self.expr(s, place);
                 self.returned_labels(s);
+                self.returned_client(s);
                 self.returned(s, place, wrote_before);
             }
             "short_var_declaration" | "assignment_statement" => {
@@ -353,8 +357,12 @@ impl<'s, 't> Walk<'s, 't> {
                     let key = syntax::unwrap_literal_element(key);
                     let value = syntax::unwrap_literal_element(value);
                     self.func_field(self.src.text(key), value);
+                    // The literal the element is in: `&TaskReconciler{kubeClient: c}`.
+                    let ty = n.parent().and_then(|b| b.parent()).and_then(|l| self.type_of(l));
+                    self.store_client(ty, self.src.text(key), value);
                 }
             }
+            "composite_literal" => self.cache_options(n),
             _ => {}
         }
         for c in named_children(n) {
@@ -437,6 +445,7 @@ impl<'s, 't> Walk<'s, 't> {
                     self.f.func_args.push((callee.clone(), i, m));
                 }
             }
+            self.client_args(&callee, &args);
             let args = args.iter().map(|a| self.text_of(*a)).collect();
             self.f.calls.push(Call {
                 callee,

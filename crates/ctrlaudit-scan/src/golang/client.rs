@@ -86,12 +86,16 @@ impl Walk<'_, '_> {
             && (var.is_some_and(|v| self.status_set.contains(v))
                 || literal_sets_status(self.src, obj));
         let recv_text = self.src.text(recv).to_ascii_lowercase();
-        let cached =
-            m.is_read() && !recv_text.contains("apireader") && !recv_text.contains("uncached");
+        let (uncached_here, client) = self.client_ref(recv);
+        let cached = m.is_read()
+            && !uncached_here
+            && !recv_text.contains("apireader")
+            && !recv_text.contains("uncached");
         Some(ApiCall {
             body_has_status,
             server_side_apply: ssa,
             cached,
+            client,
             ..self.typed_call(func, m, kind, place)
         })
     }
@@ -228,6 +232,7 @@ impl Walk<'_, '_> {
             leaves_phase: false,
             server_side_apply: false,
             cached: false,
+            client: None,
             text: self.src.compact(func, 80),
             via_producer: None,
         }
@@ -242,7 +247,7 @@ impl Walk<'_, '_> {
         let name = match recv.kind() {
             "identifier" => {
                 let name = self.src.text(recv);
-                if self.recv.as_deref() == Some(name) {
+                if self.recv.as_deref() == Some(name) || self.holds_uncached_client(name) {
                     return true;
                 }
                 if let Some(t) = self.locals.get(name) {

@@ -19,6 +19,7 @@ impl Walk<'_, '_> {
             }
             if let Some(v) = spec.child_by_field_name("value") {
                 let values: Vec<Node> = named_children(v).collect();
+                self.bind_clients(&names, &values);
                 self.bind(&names, &values);
             }
         }
@@ -33,6 +34,7 @@ impl Walk<'_, '_> {
         };
         let lefts: Vec<Node> = named_children(left).collect();
         let rights: Vec<Node> = named_children(right).collect();
+        self.bind_clients(&lefts, &rights);
         if s.kind() == "short_var_declaration" {
             self.bind(&lefts, &rights);
         } else if lefts.len() == 1
@@ -53,6 +55,10 @@ impl Walk<'_, '_> {
                 && let Some(field) = l.child_by_field_name("field")
             {
                 self.func_field(self.src.text(field), *r);
+                let ty = l
+                    .child_by_field_name("operand")
+                    .and_then(|o| self.type_of(o));
+                self.store_client(ty, self.src.text(field), *r);
             }
             let Some(var) = root_ident(self.src, *l) else {
                 continue;

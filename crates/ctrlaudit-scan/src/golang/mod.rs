@@ -10,6 +10,7 @@ mod client;
 mod controllers;
 mod flow;
 mod labels;
+mod provenance;
 pub mod module;
 mod requeues;
 mod syntax;

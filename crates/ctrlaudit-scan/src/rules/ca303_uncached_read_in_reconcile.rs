@@ -4,7 +4,7 @@
 
 use super::{Ctx, finding, per_pass};
 use crate::finding::{Finding, Severity};
-use crate::sema::Verb;
+use crate::sema::{Lang, Verb};
 
 pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
     for (&id, _) in cx.reach.iter() {
@@ -15,7 +15,7 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
         let func = cx.unit.func(id);
         for call in cx.unit.api_calls(id) {
             // controller-runtime's manager client reads from its informer cache.
-            if !call.is_read() || call.cached {
+            if !call.is_read() || cx.unit.reads_cache(id, call) {
                 continue;
             }
             // A re-read inside a conflict retry loop is how conflicts are handled, not a cache miss.
@@ -38,6 +38,20 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
                 .map(|k| format!(" of `{k}`"))
                 .unwrap_or_default();
             let is_list = call.method.verb() == Verb::List;
+            let why = call
+                .cached
+                .then(|| cx.unit.cache_left_out(id, call))
+                .flatten()
+                .map(|w| format!(": {w}"))
+                .unwrap_or_default();
+            let help = match cx.lang(id.0) {
+                Lang::Rust => {
+                    "read from a reflector `Store` filled at start-up (`reflector(writer, watcher(api, cfg))`, then `store.get(&ObjectRef)`/`state()`), or `.owns`/`.watches` the kind"
+                }
+                Lang::Go => {
+                    "read through the manager's client (`mgr.GetClient()`), whose informer cache serves gets and lists, or a lister of a shared informer; keep the kind in the cache (out of `DisableFor`), or cache only its metadata (`PartialObjectMetadata`) when the objects are large"
+                }
+            };
             // A round trip each time the read runs: the cost is per pass.
             let when = cx.when_call(id, call);
             let mut f = finding(
@@ -45,13 +59,13 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
                 call.span.clone(),
                 when.clone(),
                 format!(
-                    "`{}`{kind} is an uncached {} {}{}",
+                    "`{}`{kind} is an uncached {} {}{}{why}",
                     call.text,
                     if is_list { "LIST" } else { "GET" },
                     when.phrase(),
                     cx.via(id)
                 ),
-                "read from a reflector `Store` filled at start-up (`reflector(writer, watcher(api, cfg))`, then `store.get(&ObjectRef)`/`state()`), or `.owns`/`.watches` the kind",
+                help,
             );
             if !is_list {
                 f.severity = Severity::Info;

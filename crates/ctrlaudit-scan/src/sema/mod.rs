@@ -4,10 +4,12 @@
 use crate::finding::Span;
 
 mod api;
+mod clients;
 mod controller;
 mod phase;
 mod value;
 pub use api::*;
+pub use clients::*;
 pub use controller::*;
 pub use phase::*;
 pub use value::*;
@@ -55,6 +57,8 @@ pub struct FileModel {
     /// Method values stored in a field of function type (`c.syncHandler = c.sync`, `syncHandler: c.sync`): a
     /// call of the field (`c.syncHandler(key)`) runs the method.
     pub func_fields: Vec<(String, Callee)>,
+    /// Kinds the manager's client never reads from its cache (`client.CacheOptions{DisableFor: ..}`, Go).
+    pub cache_disabled: Vec<String>,
 }
 
 /// `type Exposer interface { Expose(..) error; Cleanup(..) }`: its name and its methods' names.
@@ -208,6 +212,11 @@ pub struct FnModel {
     /// Takes items off a client-go workqueue and marks them done (`key, quit := c.queue.Get()` …
     /// `c.queue.Done(key)`): a worker, whose calls run for each queued object as a reconcile's do.
     pub works_queue: bool,
+    /// Client values it stores in struct fields, hands to the module's functions, and returns (see
+    /// [`ClientOrigin`]).
+    pub client_stores: Vec<ClientStore>,
+    pub client_args: Vec<ClientArg>,
+    pub returns_client: Option<ClientOrigin>,
     /// Functions handed to a call as an argument (`RunWorker(ctx, q, c.syncHandler)`, or a parameter passed on:
     /// `processNextWorkItem(ctx, q, syncHandler)`): the function called, the argument's position, the method
     /// value or parameter name. A call of that parameter in the callee runs it.
@@ -396,6 +405,8 @@ pub struct ApiCall<M = ApiMethod> {
     /// A read served from the client's informer cache (controller-runtime's manager client), not by the API
     /// server. kube-rs's `Api` reads are never cached.
     pub cached: bool,
+    /// The client it is made on, where only the join can tell whether that client has a cache (Go).
+    pub client: Option<ClientRef>,
     /// Rendered receiver and method for messages: `api.patch`.
     pub text: String,
     /// The receiver is what a function returns (`ctx.process_api(ns).get(..)`, or a binding of it) whose type
@@ -424,6 +435,7 @@ impl<M> ApiCall<M> {
             leaves_phase: self.leaves_phase,
             server_side_apply: self.server_side_apply,
             cached: self.cached,
+            client: self.client,
             text: self.text,
             via_producer: self.via_producer,
         }

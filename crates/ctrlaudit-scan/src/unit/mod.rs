@@ -2,6 +2,7 @@
 //! file, the CRD type in another and a helper in a third are judged as one controller.
 
 mod api_calls;
+mod clients;
 mod dead_code;
 mod generics;
 mod reach;
@@ -90,6 +91,8 @@ pub struct Unit<'m> {
     /// Calls on what a function returns that the join found to be an `Api` (see `ApiCall::via_producer`), with
     /// its kind.
     confirmed: HashMap<FnId, Vec<ApiCall>>,
+    /// Go clients with no cache (see [`Self::reads_cache`]).
+    uncached: clients::UncachedClients,
 }
 
 impl<'m> Unit<'m> {
@@ -146,6 +149,7 @@ impl<'m> Unit<'m> {
             dead_variants: HashMap::new(),
             dead_fns: HashSet::new(),
             dependencies,
+            uncached: Default::default(),
         };
         unit.dispatched = unit.interface_dispatch();
         unit.dead_variants = unit.dispatched_away();
@@ -153,6 +157,7 @@ impl<'m> Unit<'m> {
         unit.confirmed = unit.confirmed_calls();
         unit.wrapped = unit.wrapped_calls(true);
         unit.wrapped_local = unit.wrapped_calls(false);
+        unit.uncached = unit.uncached_clients();
         unit
     }
 

@@ -1,0 +1,214 @@
+//! Where client values come from as a Go function runs (see `sema::ClientOrigin`): a client with no cache made
+//! here, a parameter, a helper's result; where they go (struct fields, the module's functions, the return value);
+//! and the kinds the manager's client is told never to read from its cache.
+
+use super::body::Walk;
+use super::syntax::{self, named_children, qualified};
+use crate::sema::{Callee, ClientArg, ClientOrigin, ClientRef, ClientStore};
+use std::collections::{HashMap, HashSet};
+use tree_sitter::Node;
+
+const CLIENT_PKG: &str = "sigs.k8s.io/controller-runtime/pkg/client";
+
+/// What the function's locals hold, as far as clients go.
+#[derive(Debug, Default)]
+pub(super) struct ClientFlow {
+    /// Locals holding a client with no cache (`c, err := client.New(cfg, opts)`).
+    uncached: HashSet<String>,
+    /// Locals holding what a function of the module returned (`rc, err := scope.RemoteClient()`).
+    returned: HashMap<String, Callee>,
+    /// Locals holding a list of objects (`[]client.Object{&corev1.Secret{}}`, grown by `append`): their kinds.
+    object_lists: HashMap<String, Vec<String>>,
+    /// Kinds given to `client.CacheOptions{DisableFor: ..}` (see `FileModel::cache_disabled`).
+    pub(super) cache_disabled: Vec<String>,
+}
+
+impl Walk<'_, '_> {
+    /// What a value is made from, as far as clients go.
+    fn client_origin(&self, v: Node<'_>) -> Option<ClientOrigin> {
+        match v.kind() {
+            "parenthesized_expression" => self.client_origin(v.named_child(0)?),
+            "identifier" => {
+                let name = self.src.text(v);
+                if self.clients.uncached.contains(name) {
+                    return Some(ClientOrigin::Uncached);
+                }
+                if let Some(&i) = self.params.get(name) {
+                    return Some(ClientOrigin::Param(i));
+                }
+                self.clients
+                    .returned
+                    .get(name)
+                    .map(|c| ClientOrigin::Returned(c.clone()))
+            }
+            "call_expression" => {
+                let f = v.child_by_field_name("function")?;
+                let made_uncached = qualified(self.src, f).is_some_and(|(pkg, name)| {
+                    self.imports.is(pkg, CLIENT_PKG) && matches!(name, "New" | "NewWithWatch")
+                }) || (f.kind() == "selector_expression"
+                    && f.child_by_field_name("field")
+                        .is_some_and(|m| self.src.text(m) == "GetAPIReader"));
+                if made_uncached {
+                    return Some(ClientOrigin::Uncached);
+                }
+                self.callee(f).map(ClientOrigin::Returned)
+            }
+            _ => None,
+        }
+    }
+
+    /// `x := v`, `x, err := v`, `x = v`, `var x = v`: what each local now holds.
+    pub(super) fn bind_clients(&mut self, names: &[Node<'_>], values: &[Node<'_>]) {
+        let pairs: Vec<(Node, Node)> = match (names, values) {
+            ([first, ..], [v]) => vec![(*first, *v)],
+            _ if names.len() == values.len() => names.iter().copied().zip(values.iter().copied()).collect(),
+            _ => return,
+        };
+        for (n, v) in pairs.into_iter().filter(|(n, _)| n.kind() == "identifier") {
+            let name = self.src.text(n).to_string();
+            self.clients.uncached.remove(&name);
+            self.clients.returned.remove(&name);
+            match self.client_origin(v) {
+                Some(ClientOrigin::Uncached) => {
+                    self.clients.uncached.insert(name.clone());
+                }
+                Some(ClientOrigin::Returned(c)) => {
+                    self.clients.returned.insert(name.clone(), c);
+                }
+                _ => {}
+            }
+            if let Some(kinds) = self.object_list(v) {
+                self.clients.object_lists.insert(name, kinds);
+            }
+        }
+    }
+
+    /// The kinds of a list of objects: a slice literal of them, `append` to one, or a local holding one.
+    fn object_list(&self, v: Node<'_>) -> Option<Vec<String>> {
+        match v.kind() {
+            "composite_literal" => {
+                let ty = v.child_by_field_name("type")?;
+                if ty.kind() != "slice_type" {
+                    return None;
+                }
+                let body = v.child_by_field_name("body")?;
+                Some(
+                    named_children(body)
+                        .filter_map(|e| self.kind_of(syntax::unwrap_literal_element(e)))
+                        .collect(),
+                )
+            }
+            "call_expression" if v.child_by_field_name("function").is_some_and(|f| self.src.text(f) == "append") => {
+                let mut args = named_children(v.child_by_field_name("arguments")?);
+                let mut kinds = self.object_list(args.next()?).unwrap_or_default();
+                kinds.extend(args.filter_map(|a| self.kind_of(a)));
+                Some(kinds)
+            }
+            "identifier" => self.clients.object_lists.get(self.src.text(v)).cloned(),
+            _ => None,
+        }
+    }
+
+    /// `field: v` in a struct literal, `x.field = v`: a client stored where the type's methods will use it.
+    pub(super) fn store_client(&mut self, ty: Option<String>, field: &str, v: Node<'_>) {
+        if let Some(ty) = ty
+            && let Some(from) = self.client_origin(v)
+        {
+            self.f.client_stores.push(ClientStore {
+                ty,
+                field: field.to_string(),
+                from,
+            });
+        }
+    }
+
+    /// The struct type a value is of, by its own name: the receiver's, a local's or parameter's, a literal's.
+    pub(super) fn type_of(&self, v: Node<'_>) -> Option<String> {
+        match v.kind() {
+            "identifier" if self.recv.as_deref() == Some(self.src.text(v)) => self.f.self_ty.clone(),
+            "identifier" => self.locals.get(self.src.text(v)).cloned(),
+            "composite_literal" => v
+                .child_by_field_name("type")
+                .map(|t| syntax::base_type(self.src, t)),
+            _ => None,
+        }
+    }
+
+    /// A call of the module's function handing it a client with no cache, or a parameter passed on.
+    pub(super) fn client_args(&mut self, callee: &Callee, args: &[Node<'_>]) {
+        for (index, a) in args.iter().enumerate() {
+            if let Some(from @ (ClientOrigin::Uncached | ClientOrigin::Param(_))) = self.client_origin(*a) {
+                self.f.client_args.push(ClientArg {
+                    callee: callee.clone(),
+                    index,
+                    from,
+                });
+            }
+        }
+    }
+
+    /// `return c, nil`: a function that returns a client with no cache (or another function's result).
+    pub(super) fn returned_client(&mut self, s: Node<'_>) {
+        let Some(first) = named_children(s)
+            .find(|c| c.kind() == "expression_list")
+            .and_then(|l| l.named_child(0))
+        else {
+            return;
+        };
+        match self.client_origin(first) {
+            Some(ClientOrigin::Uncached) => self.f.returns_client = Some(ClientOrigin::Uncached),
+            Some(o @ ClientOrigin::Returned(_)) if self.f.returns_client.is_none() => {
+                self.f.returns_client = Some(o);
+            }
+            _ => {}
+        }
+    }
+
+    /// A local made by `client.New` or `GetAPIReader()`, whatever its name (`c`, `rd`).
+    pub(super) fn holds_uncached_client(&self, name: &str) -> bool {
+        self.clients.uncached.contains(name)
+    }
+
+    /// The client a call is made on: known to have no cache here (a local from `client.New`), or a reference
+    /// only the join can judge.
+    pub(super) fn client_ref(&self, recv: Node<'_>) -> (bool, Option<ClientRef>) {
+        match recv.kind() {
+            "identifier" => {
+                let name = self.src.text(recv);
+                if self.clients.uncached.contains(name) {
+                    return (true, None);
+                }
+                let returned = self.clients.returned.get(name).cloned();
+                (false, returned.map(ClientRef::Returned))
+            }
+            "selector_expression" => {
+                let field = recv.child_by_field_name("field");
+                let ty = recv
+                    .child_by_field_name("operand")
+                    .and_then(|o| self.type_of(o));
+                let r = field
+                    .zip(ty)
+                    .map(|(f, ty)| ClientRef::Field(ty, self.src.text(f).to_string()));
+                (false, r)
+            }
+            _ => (false, None),
+        }
+    }
+
+    /// `client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}` (or a local list of them): the kinds
+    /// the manager's client reads from the API server every time.
+    pub(super) fn cache_options(&mut self, lit: Node<'_>) {
+        let is_cache_options = lit
+            .child_by_field_name("type")
+            .and_then(|t| syntax::qualified_type(self.src, t))
+            .is_some_and(|(pkg, name)| name == "CacheOptions" && self.imports.is(pkg, CLIENT_PKG));
+        if !is_cache_options {
+            return;
+        }
+        if let Some(v) = syntax::keyed_value(self.src, lit, "DisableFor")
+            && let Some(kinds) = self.object_list(v)
+        {
+            self.clients.cache_disabled.extend(kinds);
+        }
+    }
+}

@@ -1,0 +1,46 @@
+//! Where a Go client value comes from: the facts a front end records so that the join can tell a read through
+//! the manager's cached client from one through a client that has no cache (`client.New`, `GetAPIReader()`),
+//! however far the client travelled (a constructor's parameter, a struct field, a helper's result).
+
+use super::Callee;
+
+/// What a value that may be a client was made from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ClientOrigin {
+    /// A client with no cache: controller-runtime's `client.New(..)`/`client.NewWithWatch(..)`, or a manager's
+    /// `GetAPIReader()`.
+    Uncached,
+    /// The function's parameter at this position (the receiver not counted).
+    Param(usize),
+    /// What this function of the module returns.
+    Returned(Callee),
+}
+
+/// A value stored in a struct field (`kubeClient: c` in a literal, `r.kubeClient = c`): the struct type's name,
+/// the field's.
+#[derive(Debug, Clone)]
+pub struct ClientStore {
+    pub ty: String,
+    pub field: String,
+    pub from: ClientOrigin,
+}
+
+/// A value handed to a function of the module (`NewTaskReconciler(noCacheClient, ..)`), by position. Only values
+/// known to be uncached, or a parameter passed on, are recorded.
+#[derive(Debug, Clone)]
+pub struct ClientArg {
+    pub callee: Callee,
+    pub index: usize,
+    pub from: ClientOrigin,
+}
+
+/// Which client an API call is made on, where the front end cannot tell yet whether it has a cache. A parameter
+/// is not one: which client it holds depends on the caller (velero's update helpers get the manager's client
+/// from reconcile and one with no cache at start-up), so a read through one is judged as cached.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ClientRef {
+    /// A struct field (`r.kubeClient.Get(..)`): the struct type's name, the field's.
+    Field(String, String),
+    /// A local holding what this function returned (`rc, err := scope.RemoteClient(); rc.Get(..)`).
+    Returned(Callee),
+}
