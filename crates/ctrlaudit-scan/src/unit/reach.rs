@@ -231,6 +231,7 @@ mod tests {
     fn a_call_keeps_the_callers_phase_unless_its_own_arm_names_that_enum() {
         let mut c = Call {
             callee: crate::sema::Callee::Path("f".into()),
+            at: Default::default(),
             type_args: Vec::new(),
             args: Vec::new(),
             ctx: Default::default(),
