@@ -358,7 +358,10 @@ impl<'s, 't> Walk<'s, 't> {
                     let value = syntax::unwrap_literal_element(value);
                     self.func_field(self.src.text(key), value);
                     // The literal the element is in: `&TaskReconciler{kubeClient: c}`.
-                    let ty = n.parent().and_then(|b| b.parent()).and_then(|l| self.type_of(l));
+                    let ty = n
+                        .parent()
+                        .and_then(|b| b.parent())
+                        .and_then(|l| self.type_of(l));
                     self.store_client(ty, self.src.text(key), value);
                 }
             }

@@ -80,6 +80,20 @@ fn steps_of(
     if n.kind() == "identifier" {
         return builders.get(src.text(n)).cloned();
     }
+    // `builder.TypedControllerManagedBy[reconcile.Request](mgr)` parses as a conversion to a generic type.
+    if n.kind() == "type_conversion_expression" {
+        let (pkg, name) = n
+            .child_by_field_name("type")
+            .filter(|t| t.kind() == "generic_type")
+            .and_then(|t| t.child_by_field_name("type"))
+            .and_then(|t| syntax::qualified_type(src, t))?;
+        let typed_root = (name == "NewTypedControllerManagedBy"
+            && imports.path_of(pkg) == Some("sigs.k8s.io/controller-runtime"))
+            || (name == "TypedControllerManagedBy"
+                && imports.is(pkg, "sigs.k8s.io/controller-runtime/pkg/builder"));
+        let args: Vec<Node> = n.child_by_field_name("operand").into_iter().collect();
+        return typed_root.then(|| vec![step(src, imports, name, &args, n)]);
+    }
     if n.kind() != "call_expression" {
         return None;
     }
@@ -383,6 +397,17 @@ fn reconciler_type(w: &body::Walk<'_, '_>, r: Node<'_>) -> Option<String> {
                     .find_map(|x| reconciler_type(w, x))
             })
         }
+        // A decorator of the module's (`WithLeadingManager(mgr, r, &Workload{}, cfg)`, a metrics or tracing
+        // wrapper) delegates to the reconciler it is handed: the receiver, or a local whose type is a reconciler.
+        "call_expression" => r.child_by_field_name("arguments").and_then(|a| {
+            named_children(a).find_map(|x| {
+                let x = strip_ref(x);
+                let name = (x.kind() == "identifier").then(|| src.text(x))?;
+                w.receiver_type(name)
+                    .or_else(|| w.local_type(name).filter(|t| t.ends_with("Reconciler")))
+                    .map(str::to_string)
+            })
+        }),
         _ => None,
     };
     t.filter(|t| !matches!(t.as_str(), "Reconciler" | "TypedReconciler"))

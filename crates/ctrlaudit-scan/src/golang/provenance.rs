@@ -61,7 +61,9 @@ impl Walk<'_, '_> {
     pub(super) fn bind_clients(&mut self, names: &[Node<'_>], values: &[Node<'_>]) {
         let pairs: Vec<(Node, Node)> = match (names, values) {
             ([first, ..], [v]) => vec![(*first, *v)],
-            _ if names.len() == values.len() => names.iter().copied().zip(values.iter().copied()).collect(),
+            _ if names.len() == values.len() => {
+                names.iter().copied().zip(values.iter().copied()).collect()
+            }
             _ => return,
         };
         for (n, v) in pairs.into_iter().filter(|(n, _)| n.kind() == "identifier") {
@@ -98,7 +100,10 @@ impl Walk<'_, '_> {
                         .collect(),
                 )
             }
-            "call_expression" if v.child_by_field_name("function").is_some_and(|f| self.src.text(f) == "append") => {
+            "call_expression"
+                if v.child_by_field_name("function")
+                    .is_some_and(|f| self.src.text(f) == "append") =>
+            {
                 let mut args = named_children(v.child_by_field_name("arguments")?);
                 let mut kinds = self.object_list(args.next()?).unwrap_or_default();
                 kinds.extend(args.filter_map(|a| self.kind_of(a)));
@@ -125,7 +130,9 @@ impl Walk<'_, '_> {
     /// The struct type a value is of, by its own name: the receiver's, a local's or parameter's, a literal's.
     pub(super) fn type_of(&self, v: Node<'_>) -> Option<String> {
         match v.kind() {
-            "identifier" if self.recv.as_deref() == Some(self.src.text(v)) => self.f.self_ty.clone(),
+            "identifier" if self.recv.as_deref() == Some(self.src.text(v)) => {
+                self.f.self_ty.clone()
+            }
             "identifier" => self.locals.get(self.src.text(v)).cloned(),
             "composite_literal" => v
                 .child_by_field_name("type")
@@ -137,7 +144,9 @@ impl Walk<'_, '_> {
     /// A call of the module's function handing it a client with no cache, or a parameter passed on.
     pub(super) fn client_args(&mut self, callee: &Callee, args: &[Node<'_>]) {
         for (index, a) in args.iter().enumerate() {
-            if let Some(from @ (ClientOrigin::Uncached | ClientOrigin::Param(_))) = self.client_origin(*a) {
+            if let Some(from @ (ClientOrigin::Uncached | ClientOrigin::Param(_))) =
+                self.client_origin(*a)
+            {
                 self.f.client_args.push(ClientArg {
                     callee: callee.clone(),
                     index,

@@ -63,10 +63,13 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
 
 /// The kinds whose objects more than one writer changes, with who they are: a kind some Controller of the unit
 /// reconciles and another Controller's reconcile writes too (the RayCluster a RayJob controller updates while
-/// the RayCluster controller writes its status), or a kind the cluster writes itself (Pods, Nodes).
+/// the RayCluster controller writes its status), or a kind the cluster writes itself (Pods, Nodes). A reconcile
+/// root no Controller names with its type (a generic job reconciler, a client-go workqueue's worker) is a writer
+/// of its own.
 fn racing_writers(cx: &Ctx<'_>) -> BTreeMap<String, Vec<String>> {
     let mut writers: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let mut reconciled = BTreeSet::new();
+    let mut counted = BTreeSet::new();
     for (fi, file) in cx.unit.files.iter().enumerate() {
         if file.lang != Lang::Go {
             continue;
@@ -87,6 +90,7 @@ fn racing_writers(cx: &Ctx<'_>) -> BTreeMap<String, Vec<String>> {
             if let Some(k) = &c.kind {
                 reconciled.insert(k.clone());
             }
+            counted.extend(cx.unit.resolve(reconcile, fi));
             for id in fns {
                 for call in cx.unit.api_calls(id) {
                     if call.is_write() && !call.on_deletion
@@ -94,6 +98,25 @@ fn racing_writers(cx: &Ctx<'_>) -> BTreeMap<String, Vec<String>> {
                     {
                         writers.entry(k.clone()).or_default().insert(who.clone());
                     }
+                }
+            }
+        }
+    }
+    for root in cx.unit.reconcile_roots() {
+        if cx.lang(root.0) != Lang::Go || counted.contains(&root) {
+            continue;
+        }
+        let f = cx.unit.func(root);
+        let who = match &f.self_ty {
+            Some(t) => format!("`{t}.{}`", f.name),
+            None => format!("`{}`", f.name),
+        };
+        for id in cx.unit.reach_from(root) {
+            for call in cx.unit.api_calls(id) {
+                if call.is_write() && !call.on_deletion
+                    && let Some(k) = &call.kind
+                {
+                    writers.entry(k.clone()).or_default().insert(who.clone());
                 }
             }
         }

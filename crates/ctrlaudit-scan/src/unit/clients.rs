@@ -46,10 +46,18 @@ impl Unit<'_> {
                     returns.push(id);
                 }
                 let dir = package_dir(&self.files[id.0].path);
-                for s in f.client_stores.iter().filter(|s| self.origin_uncached(&u, id, &s.from)) {
+                for s in f
+                    .client_stores
+                    .iter()
+                    .filter(|s| self.origin_uncached(&u, id, &s.from))
+                {
                     fields.push((dir.to_string(), s.ty.clone(), s.field.clone()));
                 }
-                for a in f.client_args.iter().filter(|a| self.origin_uncached(&u, id, &a.from)) {
+                for a in f
+                    .client_args
+                    .iter()
+                    .filter(|a| self.origin_uncached(&u, id, &a.from))
+                {
                     for target in self.resolve_callee(&a.callee, id.0) {
                         params.push((target, a.index));
                     }
@@ -101,6 +109,8 @@ impl Unit<'_> {
                 .iter()
                 .any(|t| u.returns.contains(t)),
         };
-        traced.then_some("the client comes from `client.New` or `GetAPIReader()`, which have no cache")
+        traced.then_some(
+            "the client comes from `client.New` or `GetAPIReader()`, which have no cache",
+        )
     }
 }

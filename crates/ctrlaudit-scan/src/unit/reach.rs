@@ -124,6 +124,14 @@ impl Unit<'_> {
         )
     }
 
+    /// The functions one root reaches (its error paths too).
+    pub fn reach_from(&self, root: FnId) -> Vec<FnId> {
+        let roots = vec![(root, vec![self.func(root).name.clone()])];
+        self.walk_calls(roots, Edges::WithErrors)
+            .into_keys()
+            .collect()
+    }
+
     fn root_paths(&self) -> Vec<(FnId, Vec<String>)> {
         self.reconcile_roots()
             .into_iter()
