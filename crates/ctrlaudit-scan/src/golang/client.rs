@@ -272,6 +272,10 @@ impl Walk<'_, '_> {
                 .child_by_field_name("type")
                 .map(|t| syntax::base_type(self.src, t)),
             "identifier" => self.locals.get(self.src.text(obj)).cloned(),
+            // `e.Object.(*v1.PaddleJob)`.
+            "type_assertion_expression" => obj
+                .child_by_field_name("type")
+                .map(|t| syntax::base_type(self.src, t)),
             "call_expression" => {
                 let f = obj.child_by_field_name("function")?;
                 let args = obj.child_by_field_name("arguments")?;

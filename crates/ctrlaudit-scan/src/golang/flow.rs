@@ -84,6 +84,12 @@ impl Walk<'_, '_> {
 
     /// `x := …` and `var x = …`: the types and volatile values locals take.
     pub(super) fn bind(&mut self, names: &[Node<'_>], values: &[Node<'_>]) {
+        // `job, ok := e.Object.(*v1.PaddleJob)`: the first name takes the asserted type.
+        if let ([first, _, ..], [v]) = (names, values)
+            && let Some(k) = self.kind_of(*v)
+        {
+            self.locals.insert(self.src.text(*first).to_string(), k);
+        }
         if names.len() != values.len() {
             return;
         }
