@@ -373,9 +373,24 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
                         count_lines(b);
                     }
                 };
-                let outcomes: Vec<(String, FileOutcome)> = rs
+                // A Go module's path (`go.mod`'s `module`): each file's package is named by its import path, which
+                // is how the module's other packages call it.
+                let go_module = regular_file::read_to_string(&root.join("go.mod"), max_bytes)
+                    .ok()
+                    .map(|t| golang::module::GoMod::parse(&t).module)
+                    .filter(|m| !m.is_empty());
+                let outcomes: Vec<(String, Option<String>, FileOutcome)> = rs
                     .par_iter()
-                    .map(|p| (display(p), process_file(p, config, &needles, &count)))
+                    .map(|p| {
+                        let package = go_module
+                            .as_deref()
+                            .and_then(|m| golang::module::package_path(root, m, p));
+                        (
+                            display(p),
+                            package,
+                            process_file(p, config, &needles, &count),
+                        )
+                    })
                     .collect();
                 let mut models = Vec::new();
                 let mut sups = Vec::new();
@@ -383,12 +398,13 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
                 // CA001 is about the scanner's input, not the code: no allow comment applies to it (see its doc).
                 let mut unparsed = Vec::new();
                 let mut notes = Vec::new();
-                for (name, o) in outcomes {
+                for (name, package, o) in outcomes {
                     match o {
                         FileOutcome::Analyzed(a) => {
                             let a = *a;
                             unparsed.extend(a.ca001);
-                            if let Some(m) = a.model {
+                            if let Some(mut m) = a.model {
+                                m.package = package;
                                 models.push(m);
                             }
                             sups.push((name, a.suppressions));

@@ -547,9 +547,9 @@ impl<'s, 't> Walk<'s, 't> {
                         if self.imports.is_external(x) {
                             return None;
                         }
-                        // A package of the module is its directory: `internal/util` is `util`.
-                        let dir = path.rsplit('/').next().unwrap_or(path);
-                        return Some(Callee::Path(format!("{dir}::{m}")));
+                        // By its import path: the join finds the package whose directory the path ends with
+                        // (`sigs.k8s.io/kueue/pkg/workload` is `pkg/workload/`), and none for another module's.
+                        return Some(Callee::Path(format!("{path}::{m}")));
                     }
                 }
                 Some(Callee::Method(m))

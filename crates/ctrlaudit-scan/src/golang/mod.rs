@@ -160,14 +160,13 @@ impl Imports {
             .is_some_and(|p| p == path || p.strip_prefix(path).is_some_and(|r| r.starts_with('/')))
     }
 
-    /// `name` is a package outside the module being scanned that the crate join cannot resolve: the standard
-    /// library (no dot in the first element) and the Kubernetes libraries.
+    /// `name` is a package no module being scanned can be: the standard library (no dot in the first element)
+    /// and the logging, uuid and metrics libraries every controller imports. Any other import path is matched
+    /// against the module's directories by the join (`Unit::resolve`).
     pub(crate) fn is_external(&self, name: &str) -> bool {
         self.path_of(name).is_some_and(|p| {
             let first = p.split('/').next().unwrap_or(p);
             !first.contains('.')
-                || p.starts_with("k8s.io/")
-                || p.starts_with("sigs.k8s.io/")
                 || p.starts_with("github.com/go-logr/")
                 || p.starts_with("github.com/google/uuid")
                 || p.starts_with("github.com/prometheus/")

@@ -61,6 +61,23 @@ fn unquote(s: &str) -> String {
     s.trim_matches('"').to_string()
 }
 
+/// The import path of the package `file` is in, for a module whose `go.mod` (at `root`) names `module`:
+/// `sigs.k8s.io/kueue` and `<root>/pkg/workload/x.go` give `sigs.k8s.io/kueue/pkg/workload`.
+/// `root` is canonical (see [`module_root`]); `file` is canonicalized to compare.
+pub fn package_path(root: &Path, module: &str, file: &Path) -> Option<String> {
+    let parent = std::fs::canonicalize(file.parent()?).ok()?;
+    let dir = parent.strip_prefix(root).ok()?;
+    let rel: Vec<String> = dir
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    Some(if rel.is_empty() {
+        module.to_string()
+    } else {
+        format!("{module}/{}", rel.join("/"))
+    })
+}
+
 /// The nearest directory at or above `dir` with a `go.mod`.
 pub fn module_root(dir: &Path) -> Option<PathBuf> {
     let abs = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());

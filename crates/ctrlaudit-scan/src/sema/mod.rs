@@ -57,6 +57,9 @@ pub struct FileModel {
     /// Method values stored in a field of function type (`c.syncHandler = c.sync`, `syncHandler: c.sync`): a
     /// call of the field (`c.syncHandler(key)`) runs the method.
     pub func_fields: Vec<(String, Callee)>,
+    /// A Go file's package by its import path (`sigs.k8s.io/kueue/pkg/workload`), when its module's `go.mod` was
+    /// read: what a call from another package names it by.
+    pub package: Option<String>,
     /// Kinds the manager's client never reads from its cache (`client.CacheOptions{DisableFor: ..}`, Go).
     pub cache_disabled: Vec<String>,
 }

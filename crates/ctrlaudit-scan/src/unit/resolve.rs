@@ -27,6 +27,33 @@ impl<'m> Unit<'m> {
         if let Some(("super", f)) = name.rsplit_once("::") {
             return self.resolve_in_parent(f, from_file);
         }
+        // Go: `sigs.k8s.io/kueue/pkg/workload::IsActive`, a function of the package whose directory the import
+        // path ends with; none when the path is another module's (`github.com/expr-lang/expr::Run` is never the
+        // module's own `Run`).
+        if self.files[from_file].lang == crate::sema::Lang::Go
+            && let Some((path, f)) = name.rsplit_once("::")
+            && path.contains(['.', '/'])
+        {
+            return self
+                .by_name
+                .get(f)
+                .into_iter()
+                .flatten()
+                .copied()
+                .filter(|(fi, _)| {
+                    let file = self.files[*fi];
+                    match &file.package {
+                        Some(p) => p == path,
+                        // Outside a module read (a lone file): its directory's name, as the import path ends.
+                        None => {
+                            let dir = package_dir(&file.path);
+                            let last = dir.rsplit('/').next().unwrap_or(dir);
+                            !last.is_empty() && path.rsplit('/').next() == Some(last)
+                        }
+                    }
+                })
+                .collect();
+        }
         if let Some((module, f)) = name.rsplit_once("::") {
             // `helm_kit::apply`: another crate's function. Only that crate's source (when it was read) has it;
             // a function of this crate that happens to share the name is not it.
