@@ -46,7 +46,8 @@ pub struct GlobalArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Static analysis of Rust (kube-rs) controller source; no cluster needed.
+    /// Static analysis of controller source, Rust (kube-rs) and Go (controller-runtime, client-go); no cluster
+    /// needed.
     #[command(
         after_help = "Examples:\n  kubectl ctrlaudit scan ./src\n  kubectl ctrlaudit scan . -D CA201 --allow CA304\n  kubectl ctrlaudit scan . --write-baseline .ctrlaudit-baseline.json\n  kubectl ctrlaudit scan . --baseline .ctrlaudit-baseline.json -o github\n  kubectl ctrlaudit scan . -o sarif > ctrlaudit.sarif\n\nSuppress one finding with `// ctrlaudit: allow(CA203) reason: …` on its line or the line above."
     )]
