@@ -101,12 +101,21 @@ fn waiters(cx: &Ctx<'_>) -> HashSet<FnId> {
 
 pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
     let waiters = waiters(cx);
+    // Resolving every call of everything reconcile reaches is the join's most expensive question: only a call by
+    // a waiting helper's name can reach one.
+    let waiter_names: HashSet<&str> = waiters
+        .iter()
+        .map(|w| cx.unit.func(*w).name.as_str())
+        .collect();
     for (&id, _) in cx.reach.iter() {
         let func = cx.unit.func(id);
         let own = blocking_calls(func, cx.lang(id.0));
         // A call of a waiting helper waits where reconcile makes it: each line of the chain is one a reader may
         // name (the helper's wait, the call that runs it), and each holds the worker.
         let helpers = func.calls.iter().filter_map(|c| {
+            if !waiter_names.contains(c.callee.name()) {
+                return None;
+            }
             let target = cx
                 .unit
                 .resolve_call(c, id)

@@ -77,10 +77,14 @@ impl Unit<'_> {
         match o {
             ClientOrigin::Uncached => true,
             ClientOrigin::Param(i) => u.params.contains(&(id, *i)),
-            ClientOrigin::Returned(c) => self
-                .resolve_callee(c, id.0)
-                .iter()
-                .any(|t| u.returns.contains(t)),
+            // Most stored values are some call's result: resolved only once some function returns a client.
+            ClientOrigin::Returned(c) => {
+                !u.returns.is_empty()
+                    && self
+                        .resolve_callee(c, id.0)
+                        .iter()
+                        .any(|t| u.returns.contains(t))
+            }
         }
     }
 

@@ -42,18 +42,30 @@ impl Unit<'_> {
 
     /// How many call sites in the crate name `target`.
     fn call_count(&self, target: FnId) -> usize {
-        self.all_fns().map(|c| self.calls_from(c, target)).sum()
+        self.call_sites().get(&target).map_or(0, Vec::len)
     }
 
-    /// How many of `caller`'s calls (as reachability follows them: not those on the deletion path) may land on
-    /// `target`.
-    fn calls_from(&self, caller: FnId, target: FnId) -> usize {
-        self.func(caller)
-            .calls
-            .iter()
-            .filter(|c| c.ctx.path != CallPath::Deletion)
-            .filter(|c| self.resolve_callee(&c.callee, caller.0).contains(&target))
-            .count()
+    /// Every function's call sites (as reachability follows calls: not those on the deletion path), one caller
+    /// per site, resolved once for the unit: callers are asked of many functions.
+    fn call_sites(&self) -> &HashMap<FnId, Vec<FnId>> {
+        self.call_sites.get_or_init(|| {
+            let mut out: HashMap<FnId, Vec<FnId>> = HashMap::new();
+            for caller in self.all_fns() {
+                for c in self
+                    .func(caller)
+                    .calls
+                    .iter()
+                    .filter(|c| c.ctx.path != CallPath::Deletion)
+                {
+                    let mut targets = self.resolve_callee(&c.callee, caller.0);
+                    targets.dedup();
+                    for t in targets {
+                        out.entry(t).or_default().push(caller);
+                    }
+                }
+            }
+            out
+        })
     }
 
     pub(super) fn dispatched_away(&self) -> HashMap<FnId, HashSet<String>> {
@@ -85,8 +97,9 @@ impl Unit<'_> {
     /// The crate's functions that call `id` (by name, as reachability follows calls). Walks every function: for
     /// the rare finding that depends on its callers.
     pub fn callers(&self, id: FnId) -> Vec<FnId> {
-        self.all_fns()
-            .filter(|c| self.calls_from(*c, id) > 0)
-            .collect()
+        let mut out = self.call_sites().get(&id).cloned().unwrap_or_default();
+        out.sort_unstable();
+        out.dedup();
+        out
     }
 }

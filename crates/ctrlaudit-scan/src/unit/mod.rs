@@ -93,6 +93,8 @@ pub struct Unit<'m> {
     confirmed: HashMap<FnId, Vec<ApiCall>>,
     /// Go clients with no cache (see [`Self::reads_cache`]).
     uncached: clients::UncachedClients,
+    /// Call sites by the function they may land on (see `call_sites`), once asked.
+    call_sites: std::sync::OnceLock<HashMap<FnId, Vec<FnId>>>,
 }
 
 impl<'m> Unit<'m> {
@@ -150,6 +152,7 @@ impl<'m> Unit<'m> {
             dead_fns: HashSet::new(),
             dependencies,
             uncached: Default::default(),
+            call_sites: std::sync::OnceLock::new(),
         };
         unit.dispatched = unit.interface_dispatch();
         unit.dead_variants = unit.dispatched_away();
