@@ -93,6 +93,9 @@ pub struct Unit<'m> {
     confirmed: HashMap<FnId, Vec<ApiCall>>,
     /// Go clients with no cache (see [`Self::reads_cache`]).
     uncached: clients::UncachedClients,
+    /// Method values stored in fields (`FileModel::func_fields`) by the package directory and the field's name,
+    /// with the file that stores them: looked up for every method call the unit cannot otherwise resolve.
+    func_fields: HashMap<(&'m str, &'m str), Vec<(usize, &'m crate::sema::Callee)>>,
     /// Call sites by the function they may land on (see `call_sites`), once asked.
     call_sites: std::sync::OnceLock<HashMap<FnId, Vec<FnId>>>,
 }
@@ -136,6 +139,16 @@ impl<'m> Unit<'m> {
                 }
             }
         }
+        let mut func_fields: HashMap<(&str, &str), Vec<(usize, &crate::sema::Callee)>> =
+            HashMap::new();
+        for (fi, f) in files.iter().enumerate() {
+            for (field, c) in &f.func_fields {
+                func_fields
+                    .entry((package_dir(&f.path), field.as_str()))
+                    .or_default()
+                    .push((fi, c));
+            }
+        }
         let mut unit = Self {
             files,
             yaml_kinds,
@@ -153,6 +166,7 @@ impl<'m> Unit<'m> {
             dependencies,
             uncached: Default::default(),
             call_sites: std::sync::OnceLock::new(),
+            func_fields,
         };
         unit.dispatched = unit.interface_dispatch();
         unit.dead_variants = unit.dispatched_away();

@@ -118,15 +118,12 @@ impl Unit<'_> {
         // Only the fields stored in the caller's own package: another package's controllers have
         // `syncHandler`s of their own.
         let package = package_dir(&self.files[from_file].path);
-        self.files
-            .iter()
-            .enumerate()
-            .filter(|(_, f)| package_dir(&f.path) == package)
-            .flat_map(|(fi, f)| f.func_fields.iter().map(move |(field, c)| (fi, field, c)))
-            .filter(|(_, field, c)| {
-                *field == m && !matches!(c, Callee::Method(x) | Callee::SelfMethod(x) if x == m)
-            })
-            .flat_map(|(fi, _, c)| match c {
+        self.func_fields
+            .get(&(package, m.as_str()))
+            .into_iter()
+            .flatten()
+            .filter(|(_, c)| !matches!(c, Callee::Method(x) | Callee::SelfMethod(x) if x == m))
+            .flat_map(|&(fi, c)| match c {
                 Callee::Method(x) => self.resolve_method(x),
                 Callee::SelfMethod(x) | Callee::Path(x) => self.resolve(x, fi),
             })
