@@ -547,8 +547,8 @@ impl<'s, 't> Walk<'s, 't> {
                         if self.imports.is_external(x) {
                             return None;
                         }
-                        // By its import path: the join finds the package whose directory the path ends with
-                        // (`sigs.k8s.io/kueue/pkg/workload` is `pkg/workload/`), and none for another module's.
+                        // By its import path: the join finds the module's package of that path
+                        // (`FileModel::package`), and none for another module's.
                         return Some(Callee::Path(format!("{path}::{m}")));
                     }
                 }
