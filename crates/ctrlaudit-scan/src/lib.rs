@@ -373,24 +373,10 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
                         count_lines(b);
                     }
                 };
-                // A Go module's path (`go.mod`'s `module`): each file's package is named by its import path, which
-                // is how the module's other packages call it.
-                let go_module = regular_file::read_to_string(&root.join("go.mod"), max_bytes)
-                    .ok()
-                    .map(|t| golang::module::GoMod::parse(&t).module)
-                    .filter(|m| !m.is_empty());
-                let outcomes: Vec<(String, Option<String>, FileOutcome)> = rs
+                let packages = golang::module::packages(root, rs, max_bytes);
+                let outcomes: Vec<(String, FileOutcome)> = rs
                     .par_iter()
-                    .map(|p| {
-                        let package = go_module
-                            .as_deref()
-                            .and_then(|m| golang::module::package_path(root, m, p));
-                        (
-                            display(p),
-                            package,
-                            process_file(p, config, &needles, &count),
-                        )
-                    })
+                    .map(|p| (display(p), process_file(p, config, &needles, &count)))
                     .collect();
                 let mut models = Vec::new();
                 let mut sups = Vec::new();
@@ -398,7 +384,7 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
                 // CA001 is about the scanner's input, not the code: no allow comment applies to it (see its doc).
                 let mut unparsed = Vec::new();
                 let mut notes = Vec::new();
-                for (name, package, o) in outcomes {
+                for ((name, o), package) in outcomes.into_iter().zip(packages) {
                     match o {
                         FileOutcome::Analyzed(a) => {
                             let a = *a;

@@ -248,15 +248,14 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
         }
         self.record_volatile_args(method.clone(), m.args.iter());
         let plain = self.deletion_path == 0 && self.error_path == 0;
+        let callee = match &*m.receiver {
+            Expr::Path(p) if p.path.is_ident("self") => Callee::SelfMethod(method.clone()),
+            _ => Callee::Method(method.clone()),
+        };
+        let type_args = m.turbofish.as_ref().map(|t| turbofish(&t.args));
         self.push_call(
-            match &*m.receiver {
-                Expr::Path(p) if p.path.is_ident("self") => Callee::SelfMethod(method.clone()),
-                _ => Callee::Method(method.clone()),
-            },
-            m.turbofish
-                .as_ref()
-                .map(|t| turbofish(&t.args))
-                .unwrap_or_default(),
+            callee,
+            type_args.unwrap_or_default(),
             to_pos(m.method.span()),
         );
         if plain {

@@ -61,10 +61,23 @@ fn unquote(s: &str) -> String {
     s.trim_matches('"').to_string()
 }
 
+/// Each file's package by its import path, when `root` is a Go module whose `go.mod` names its path: how the
+/// module's other packages call it (see `FileModel::package`).
+pub fn packages(root: &Path, files: &[PathBuf], max_bytes: u64) -> Vec<Option<String>> {
+    let module = crate::regular_file::read_to_string(&root.join("go.mod"), max_bytes)
+        .ok()
+        .map(|t| GoMod::parse(&t).module)
+        .filter(|m| !m.is_empty());
+    files
+        .iter()
+        .map(|f| package_path(root, module.as_deref()?, f))
+        .collect()
+}
+
 /// The import path of the package `file` is in, for a module whose `go.mod` (at `root`) names `module`:
 /// `sigs.k8s.io/kueue` and `<root>/pkg/workload/x.go` give `sigs.k8s.io/kueue/pkg/workload`.
 /// `root` is canonical (see [`module_root`]); `file` is canonicalized to compare.
-pub fn package_path(root: &Path, module: &str, file: &Path) -> Option<String> {
+fn package_path(root: &Path, module: &str, file: &Path) -> Option<String> {
     let parent = std::fs::canonicalize(file.parent()?).ok()?;
     let dir = parent.strip_prefix(root).ok()?;
     let rel: Vec<String> = dir
