@@ -306,6 +306,7 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
     let mut relevant = Vec::new();
     let mut skipped: BTreeMap<Skip, Vec<PathBuf>> = BTreeMap::new();
     relevant.extend(go.analysed);
+    let go_packages = go.packages;
     for (why, root) in go.skipped {
         skipped.entry(why).or_default().push(root);
     }
@@ -373,7 +374,6 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
                         count_lines(b);
                     }
                 };
-                let packages = golang::module::packages(root, rs, max_bytes);
                 let outcomes: Vec<(String, FileOutcome)> = rs
                     .par_iter()
                     .map(|p| (display(p), process_file(p, config, &needles, &count)))
@@ -384,13 +384,13 @@ pub fn scan(opts: &ScanOptions) -> Result<ScanResult, ScanError> {
                 // CA001 is about the scanner's input, not the code: no allow comment applies to it (see its doc).
                 let mut unparsed = Vec::new();
                 let mut notes = Vec::new();
-                for ((name, o), package) in outcomes.into_iter().zip(packages) {
+                for (p, (name, o)) in rs.iter().zip(outcomes) {
                     match o {
                         FileOutcome::Analyzed(a) => {
                             let a = *a;
                             unparsed.extend(a.ca001);
                             if let Some(mut m) = a.model {
-                                m.package = package;
+                                m.package = go_packages.get(p).cloned();
                                 models.push(m);
                             }
                             sups.push((name, a.suppressions));

@@ -2,7 +2,7 @@
 //! outside any module is analysed when it imports one of them. Read at the edge; the decision is pure.
 
 use crate::select::Skip;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 /// The libraries a Go controller is built on: a module requiring one of them is analysed.
@@ -61,26 +61,12 @@ fn unquote(s: &str) -> String {
     s.trim_matches('"').to_string()
 }
 
-/// Each file's package by its import path, when `root` is a Go module whose `go.mod` names its path: how the
-/// module's other packages call it (see `FileModel::package`).
-pub fn packages(root: &Path, files: &[PathBuf], max_bytes: u64) -> Vec<Option<String>> {
-    let module = crate::regular_file::read_to_string(&root.join("go.mod"), max_bytes)
-        .ok()
-        .map(|t| GoMod::parse(&t).module)
-        .filter(|m| !m.is_empty());
-    files
-        .iter()
-        .map(|f| package_path(root, module.as_deref()?, f))
-        .collect()
-}
-
-/// The import path of the package `file` is in, for a module whose `go.mod` (at `root`) names `module`:
-/// `sigs.k8s.io/kueue` and `<root>/pkg/workload/x.go` give `sigs.k8s.io/kueue/pkg/workload`.
-/// `root` is canonical (see [`module_root`]); `file` is canonicalized to compare.
-fn package_path(root: &Path, module: &str, file: &Path) -> Option<String> {
-    let parent = std::fs::canonicalize(file.parent()?).ok()?;
-    let dir = parent.strip_prefix(root).ok()?;
+/// The import path of the package in directory `dir` (canonical) of the module at `root` whose `go.mod` names
+/// `module`: `sigs.k8s.io/kueue` and `<root>/pkg/workload` give `sigs.k8s.io/kueue/pkg/workload`.
+fn package_path(root: &Path, module: &str, dir: &Path) -> Option<String> {
     let rel: Vec<String> = dir
+        .strip_prefix(root)
+        .ok()?
         .components()
         .map(|c| c.as_os_str().to_string_lossy().into_owned())
         .collect();
@@ -93,7 +79,11 @@ fn package_path(root: &Path, module: &str, file: &Path) -> Option<String> {
 
 /// The nearest directory at or above `dir` with a `go.mod`.
 pub fn module_root(dir: &Path) -> Option<PathBuf> {
-    let abs = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    module_root_of(&std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf()))
+}
+
+/// [`module_root`] of a directory already made canonical.
+fn module_root_of(abs: &Path) -> Option<PathBuf> {
     abs.ancestors()
         .find(|d| d.join("go.mod").is_file())
         .map(Path::to_path_buf)
@@ -132,6 +122,9 @@ pub struct GoUnits {
     pub skipped: Vec<(Skip, PathBuf)>,
     /// Tests, generated and vendored files.
     pub not_judged: usize,
+    /// Each analysed module file's package by its import path (`go.mod`'s module path and the file's
+    /// directory): how the module's other packages call it (see `FileModel::package`).
+    pub packages: HashMap<PathBuf, String>,
 }
 
 /// The unit's files are Go source (a module, or one file outside any).
@@ -146,10 +139,13 @@ pub fn is_go_unit(files: &[PathBuf]) -> bool {
 /// it imports one.
 pub fn units(go: &[PathBuf], yaml: &[PathBuf], max_bytes: u64) -> GoUnits {
     let mut by_root: BTreeMap<PathBuf, Vec<PathBuf>> = BTreeMap::new();
+    // Each file's directory, canonical: where in its module it is.
+    let mut dirs: HashMap<PathBuf, PathBuf> = HashMap::new();
     let mut not_judged = 0;
     for p in go {
         let dir = p.parent().unwrap_or(Path::new("."));
-        let module = module_root(dir);
+        let abs = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+        let module = module_root_of(&abs);
         // Judged by where the file is in its module: a module checked out under `~/test/` is no test.
         let within = module
             .as_deref()
@@ -162,6 +158,7 @@ pub fn units(go: &[PathBuf], yaml: &[PathBuf], max_bytes: u64) -> GoUnits {
         }
         let root = module.unwrap_or_else(|| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()));
         by_root.entry(root).or_default().push(p.clone());
+        dirs.insert(p.clone(), abs);
     }
     let mut yaml_of: BTreeMap<PathBuf, Vec<PathBuf>> = BTreeMap::new();
     for p in yaml {
@@ -176,12 +173,24 @@ pub fn units(go: &[PathBuf], yaml: &[PathBuf], max_bytes: u64) -> GoUnits {
         analysed: Vec::new(),
         skipped: Vec::new(),
         not_judged,
+        packages: HashMap::new(),
     };
     for (root, files) in by_root {
         let module = root.is_dir();
         let uses = if module {
-            std::fs::read_to_string(root.join("go.mod"))
-                .is_ok_and(|t| GoMod::parse(&t).uses_controller_library())
+            let go_mod = std::fs::read_to_string(root.join("go.mod"))
+                .ok()
+                .map(|t| GoMod::parse(&t))
+                .filter(GoMod::uses_controller_library);
+            if let Some(m) = go_mod.as_ref().filter(|m| !m.module.is_empty()) {
+                for f in &files {
+                    if let Some(path) = dirs.get(f).and_then(|d| package_path(&root, &m.module, d))
+                    {
+                        out.packages.insert(f.clone(), path);
+                    }
+                }
+            }
+            go_mod.is_some()
         } else {
             crate::regular_file::read(&root, max_bytes)
                 .is_ok_and(|b| imports_controller_library(&String::from_utf8_lossy(&b)))
