@@ -127,18 +127,13 @@ impl Walk<'_, '_> {
         }
     }
 
-    /// The struct type a value is of, by its own name: the receiver's, a local's or parameter's, a literal's.
+    /// The struct type a value is of, by its own name: the receiver's, else what `kind_of` reads (a local's or
+    /// parameter's, a literal's).
     pub(super) fn type_of(&self, v: Node<'_>) -> Option<String> {
-        match v.kind() {
-            "identifier" if self.recv.as_deref() == Some(self.src.text(v)) => {
-                self.f.self_ty.clone()
-            }
-            "identifier" => self.locals.get(self.src.text(v)).cloned(),
-            "composite_literal" => v
-                .child_by_field_name("type")
-                .map(|t| syntax::base_type(self.src, t)),
-            _ => None,
-        }
+        let receiver = (v.kind() == "identifier")
+            .then(|| self.receiver_type(self.src.text(v)))
+            .flatten();
+        receiver.map(str::to_string).or_else(|| self.kind_of(v))
     }
 
     /// A call of the module's function handing it a client with no cache, or a parameter passed on.
