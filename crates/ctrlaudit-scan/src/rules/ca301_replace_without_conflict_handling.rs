@@ -91,15 +91,7 @@ fn racing_writers(cx: &Ctx<'_>) -> BTreeMap<String, Vec<String>> {
                 reconciled.insert(k.clone());
             }
             counted.extend(cx.unit.resolve(reconcile, fi));
-            for id in fns {
-                for call in cx.unit.api_calls(id) {
-                    if call.is_write() && !call.on_deletion
-                        && let Some(k) = &call.kind
-                    {
-                        writers.entry(k.clone()).or_default().insert(who.clone());
-                    }
-                }
-            }
+            record_writes(cx, fns, &who, &mut writers);
         }
     }
     for root in cx.unit.reconcile_roots() {
@@ -111,15 +103,7 @@ fn racing_writers(cx: &Ctx<'_>) -> BTreeMap<String, Vec<String>> {
             Some(t) => format!("`{t}.{}`", f.name),
             None => format!("`{}`", f.name),
         };
-        for id in cx.unit.reach_from(root) {
-            for call in cx.unit.api_calls(id) {
-                if call.is_write() && !call.on_deletion
-                    && let Some(k) = &call.kind
-                {
-                    writers.entry(k.clone()).or_default().insert(who.clone());
-                }
-            }
-        }
+        record_writes(cx, cx.unit.reach_from(root), &who, &mut writers);
     }
     let mut out: BTreeMap<String, Vec<String>> = writers
         .into_iter()
@@ -132,6 +116,24 @@ fn racing_writers(cx: &Ctx<'_>) -> BTreeMap<String, Vec<String>> {
             .push("the kubelet".to_string());
     }
     out
+}
+
+/// Records `who` as a writer of each kind the functions `fns` write (deletion paths aside).
+fn record_writes(
+    cx: &Ctx<'_>,
+    fns: Vec<crate::unit::FnId>,
+    who: &str,
+    writers: &mut BTreeMap<String, BTreeSet<String>>,
+) {
+    for id in fns {
+        for call in cx.unit.api_calls(id) {
+            if call.is_write() && !call.on_deletion
+                && let Some(k) = &call.kind
+            {
+                writers.entry(k.clone()).or_default().insert(who.to_string());
+            }
+        }
+    }
 }
 
 /// A Go PUT (`Update`, `Status().Update`) reached from a reconcile, of a kind that other writers change too,
