@@ -37,6 +37,8 @@ pub(super) struct Place {
     pub(super) in_retry: bool,
     /// Inside a `go` statement: runs on its own goroutine, not on the reconcile's worker.
     pub(super) detached: bool,
+    /// The phase the innermost branch on one runs in (see `phases`).
+    pub(super) phase_arm: Vec<String>,
 }
 
 /// A volatile value assigned into an object, waiting for the write of that object that carries it.
@@ -82,6 +84,8 @@ pub(super) struct Walk<'s, 't> {
     /// See `FileModel::func_fields`.
     pub(super) func_fields: Vec<(String, Callee)>,
     pub(super) clients: super::provenance::ClientFlow,
+    /// Phase arms whose code moved the object out of their phase so far (see `phases`).
+    pub(super) phase_moved: Vec<Vec<String>>,
 }
 
 /// The model of one function or method declaration; Controllers it builds go to `model`.
@@ -118,6 +122,7 @@ pub(super) fn function(
         func_fields: Vec::new(),
         label_sets: HashMap::new(),
         clients: Default::default(),
+        phase_moved: Vec::new(),
     };
     if let Some(list) = decl.child_by_field_name("parameters") {
         w.declare_params(list);
@@ -228,6 +233,14 @@ impl<'s, 't> Walk<'s, 't> {
                 for c in named_children(s) {
                     match c.kind() {
                         "expression_case" | "default_case" | "type_case" | "communication_case" => {
+                            let arm = self.phase_switch_arm(s, c);
+                            let inner = match arm {
+                                Some(phase_arm) => Place {
+                                    phase_arm,
+                                    ..inner.clone()
+                                },
+                                None => inner.clone(),
+                            };
                             for st in named_children(c).flat_map(syntax::unwrap_stmt_list) {
                                 if is_statement(st) {
                                     self.statement(st, &inner, false);
@@ -295,6 +308,9 @@ impl<'s, 't> Walk<'s, 't> {
             }
             let inner = Place {
                 branch: true,
+                phase_arm: cond
+                    .and_then(|c| self.phase_arm_of(c))
+                    .unwrap_or_else(|| place.phase_arm.clone()),
                 on_error: (place.on_error || is_err) && !handled,
                 deletion: place.deletion || del_then,
                 guard: (!is_err && !cond_text.is_empty())
@@ -464,6 +480,8 @@ impl<'s, 't> Walk<'s, 't> {
                         CallPath::Routine
                     },
                     in_loop: place.in_loop,
+                    transition: self.after_phase_move(place),
+                    phase_arm: place.phase_arm.clone(),
                     ..Default::default()
                 },
             });

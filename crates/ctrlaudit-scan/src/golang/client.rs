@@ -124,6 +124,11 @@ impl Walk<'_, '_> {
             _ if is_dynamic_resource(self.src, resource) => Some(None),
             _ => self.accessor_kind(resource).map(Some),
         };
+        // Any other receiver handed apimachinery's options literal (`x.Get(ctx, name, metav1.GetOptions{})`) is
+        // client-go's calling convention: a module's facade over a dynamic or generated client, a metadata
+        // client. controller-runtime's client and listers take no such options, so the call goes to the API
+        // server; its kind is unknown.
+        let accessor_kind = accessor_kind.or_else(|| self.takes_meta_options(method, args).then_some(None));
         let accessor_kind = accessor_kind?;
         let status_arg = || {
             args.last()
@@ -157,6 +162,28 @@ impl Walk<'_, '_> {
             server_side_apply: ssa,
             ..self.typed_call(func, m, kind, place)
         })
+    }
+
+    /// Is the options argument of client-go's `method` an apimachinery options literal
+    /// (`metav1.GetOptions{..}` as the third argument of `Get(ctx, name, opts)`)?
+    fn takes_meta_options(&self, method: &str, args: &[Node<'_>]) -> bool {
+        let (at, ty) = match method {
+            "Get" => (2, "GetOptions"),
+            "List" => (1, "ListOptions"),
+            "Create" => (2, "CreateOptions"),
+            "Update" | "UpdateStatus" => (2, "UpdateOptions"),
+            "Patch" => (4, "PatchOptions"),
+            "Delete" => (2, "DeleteOptions"),
+            _ => return false,
+        };
+        args.get(at)
+            .map(|a| strip_ref(*a))
+            .filter(|a| a.kind() == "composite_literal")
+            .and_then(|a| a.child_by_field_name("type"))
+            .and_then(|t| syntax::qualified_type(self.src, t))
+            .is_some_and(|(pkg, name)| {
+                name == ty && self.imports.is(pkg, "k8s.io/apimachinery/pkg/apis/meta/v1")
+            })
     }
 
     /// The kind a clientset's resource accessor serves: `cs.CoreV1().Pods(ns)` → `Pod` (`<Plural>(ns)` or
@@ -229,7 +256,7 @@ impl Walk<'_, '_> {
             on_deletion: place.deletion,
             guard: place.guard.clone(),
             then_writes_on_branch: false,
-            leaves_phase: false,
+            leaves_phase: self.after_phase_move(place),
             server_side_apply: false,
             cached: false,
             client: None,

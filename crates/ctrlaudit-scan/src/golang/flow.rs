@@ -50,6 +50,7 @@ impl Walk<'_, '_> {
                 continue;
             }
             self.label_set_entry(*l, *r);
+            self.note_phase_set(s, *l, *r, place);
             // `c.syncHandler = c.sync`.
             if l.kind() == "selector_expression"
                 && let Some(field) = l.child_by_field_name("field")

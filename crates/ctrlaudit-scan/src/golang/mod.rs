@@ -11,6 +11,7 @@ mod controllers;
 mod flow;
 mod labels;
 pub mod module;
+mod phases;
 mod provenance;
 mod requeues;
 mod syntax;

@@ -18,10 +18,9 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
             if !call.is_read() || cx.unit.reads_cache(id, call) {
                 continue;
             }
-            // A re-read inside a conflict retry loop is how conflicts are handled, not a cache miss.
-            if call.in_retry && func.handles_conflict() {
-                continue;
-            }
+            // A re-read inside a conflict retry loop is how conflicts are handled; but its first attempt reads live
+            // too, on every pass, where a cached read first and a live one only after a conflict would do.
+            let retry_read = call.in_retry && func.handles_conflict();
             // Not every reconcile: a read on an error path (create → 409 → get, a fallback after a failure), or a
             // read-your-write on the branch that just changed something.
             if call.on_error || call.after_change_on_branch {
@@ -67,7 +66,11 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
                 ),
                 help,
             );
-            if !is_list {
+            if retry_read {
+                f.message
+                    .push_str(" (inside a conflict retry, whose first attempt reads live too)");
+            }
+            if !is_list || retry_read {
                 f.severity = Severity::Info;
             }
             f.evidence = cx.call_path(id);

@@ -40,13 +40,23 @@ impl Unit<'_> {
         let mut queue: VecDeque<FnId> = seen.iter().copied().collect();
         while let Some(id) = queue.pop_front() {
             let here = phases.get(&id).map_or(&[][..], Vec::as_slice);
+            // The arms of this function where a call already moved the object on: what the arm calls after it
+            // is a step of that move too (`accept(o)` then `expose(o)` in the arm of the new phase).
+            let mut moved: Vec<&[String]> = Vec::new();
             for c in &self.func(id).calls {
                 if c.ctx.path != CallPath::Routine || c.ctx.transition {
+                    continue;
+                }
+                let own = c.ctx.phase_arm.as_slice();
+                if !own.is_empty() && moved.contains(&own) {
                     continue;
                 }
                 let arm = edge_phase(c, here);
                 for callee in self.resolve_call(c, id) {
                     if self.moves_phase(callee, &arm) {
+                        if !own.is_empty() {
+                            moved.push(own);
+                        }
                         continue;
                     }
                     if seen.insert(callee) {
