@@ -233,14 +233,7 @@ impl<'s, 't> Walk<'s, 't> {
                 for c in named_children(s) {
                     match c.kind() {
                         "expression_case" | "default_case" | "type_case" | "communication_case" => {
-                            let arm = self.phase_switch_arm(s, c);
-                            let inner = match arm {
-                                Some(phase_arm) => Place {
-                                    phase_arm,
-                                    ..inner.clone()
-                                },
-                                None => inner.clone(),
-                            };
+                            let inner = self.case_place(s, c, &inner);
                             for st in named_children(c).flat_map(syntax::unwrap_stmt_list) {
                                 if is_statement(st) {
                                     self.statement(st, &inner, false);

@@ -128,7 +128,8 @@ impl Walk<'_, '_> {
         // client-go's calling convention: a module's facade over a dynamic or generated client, a metadata
         // client. controller-runtime's client and listers take no such options, so the call goes to the API
         // server; its kind is unknown.
-        let accessor_kind = accessor_kind.or_else(|| self.takes_meta_options(method, args).then_some(None));
+        let accessor_kind =
+            accessor_kind.or_else(|| self.takes_meta_options(method, args).then_some(None));
         let accessor_kind = accessor_kind?;
         let status_arg = || {
             args.last()

@@ -19,8 +19,19 @@ impl Walk<'_, '_> {
         arm_of(self.src, cond)
     }
 
+    /// Where the code of a `case` runs: in the phase it names when the switch is on one.
+    pub(super) fn case_place(&self, switch: Node<'_>, case: Node<'_>, inner: &Place) -> Place {
+        match self.phase_switch_arm(switch, case) {
+            Some(phase_arm) => Place {
+                phase_arm,
+                ..inner.clone()
+            },
+            None => inner.clone(),
+        }
+    }
+
     /// The phase each `case` of `switch o.Status.Phase { .. }` runs in; `None` for a switch on anything else.
-    pub(super) fn phase_switch_arm(&self, switch: Node<'_>, case: Node<'_>) -> Option<Vec<String>> {
+    fn phase_switch_arm(&self, switch: Node<'_>, case: Node<'_>) -> Option<Vec<String>> {
         let field = phase_field(self.src, switch.child_by_field_name("value")?)?;
         if case.kind() != "expression_case" {
             return None;
@@ -34,7 +45,13 @@ impl Walk<'_, '_> {
 
     /// `o.Status.Phase = v1.PhaseAccepted`: a phase set, for the join; and when it leaves the phase the branch
     /// it is in runs in, what this branch calls after it is a step of that move (`CallCtx::transition`).
-    pub(super) fn note_phase_set(&mut self, stmt: Node<'_>, left: Node<'_>, right: Node<'_>, place: &Place) {
+    pub(super) fn note_phase_set(
+        &mut self,
+        stmt: Node<'_>,
+        left: Node<'_>,
+        right: Node<'_>,
+        place: &Place,
+    ) {
         let (Some(field), Some(v)) = (phase_field(self.src, left), variant(self.src, right)) else {
             return;
         };
@@ -140,8 +157,12 @@ fn runs_on_every_call(src: &Src<'_>, stmt: Node<'_>) -> bool {
     while let Some(parent) = at.parent() {
         match parent.kind() {
             "function_declaration" | "method_declaration" => return true,
-            "if_statement" | "for_statement" | "expression_switch_statement" | "type_switch_statement"
-            | "select_statement" | "go_statement" => return false,
+            "if_statement"
+            | "for_statement"
+            | "expression_switch_statement"
+            | "type_switch_statement"
+            | "select_statement"
+            | "go_statement" => return false,
             "block" | "statement_list" => {
                 let mut sibling = at.prev_named_sibling();
                 while let Some(s) = sibling {
