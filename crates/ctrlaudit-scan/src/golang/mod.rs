@@ -94,6 +94,7 @@ pub fn analyze(name: &str, text: &str) -> Result<FileModel, GoError> {
             "type_declaration" => {
                 model.crds.extend(crd_decls(&src, item, &prev_comments));
                 model.interfaces.extend(interfaces(&src, item));
+                model.embedding_types.extend(embedding_types(&src, item));
             }
             "const_declaration" | "var_declaration" => consts(&src, &imports, item, &mut model),
             "function_declaration" | "method_declaration" => {
@@ -246,6 +247,34 @@ fn plain_structs(src: &Src<'_>, root: Node<'_>) -> std::collections::HashSet<Str
             });
             let name = src.text(spec.child_by_field_name("name")?).to_string();
             (!meta).then_some(name)
+        })
+        .collect()
+}
+
+/// The struct types a type declaration declares that embed another type (a field with no name).
+fn embedding_types(src: &Src<'_>, decl: Node<'_>) -> Vec<String> {
+    named_children(decl)
+        .filter(|s| s.kind() == "type_spec")
+        .filter_map(|spec| {
+            let body = spec
+                .child_by_field_name("type")
+                .filter(|t| t.kind() == "struct_type")?;
+            // Another package's type (`*eks.Client`): its methods are not in the module's source. (A type of the
+            // module's own is seen, and one that embeds it declares what it adds.)
+            let embeds = syntax::any_node(body, &mut |n| {
+                n.kind() == "field_declaration"
+                    && n.child_by_field_name("name").is_none()
+                    && n.child_by_field_name("type").is_some_and(|t| {
+                        let t = if t.kind() == "pointer_type" {
+                            named_children(t).next().unwrap_or(t)
+                        } else {
+                            t
+                        };
+                        t.kind() == "qualified_type"
+                    })
+            });
+            embeds.then_some(())?;
+            Some(src.text(spec.child_by_field_name("name")?).to_string())
         })
         .collect()
 }

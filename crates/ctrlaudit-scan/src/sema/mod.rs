@@ -54,6 +54,10 @@ pub struct FileModel {
     /// Method sets declared by name (a Go `interface`): a call through one may run any type's method that has
     /// them all.
     pub interfaces: Vec<InterfaceDecl>,
+    /// Struct types that embed another package's type (`type EKSClient struct{ *eks.Client }`): the embedded
+    /// type's methods are theirs too, unseen, so they may implement an interface whose other methods they do not
+    /// declare.
+    pub embedding_types: Vec<String>,
     /// Method values stored in a field of function type (`c.syncHandler = c.sync`, `syncHandler: c.sync`): a
     /// call of the field (`c.syncHandler(key)`) runs the method.
     pub func_fields: Vec<(String, Callee)>,

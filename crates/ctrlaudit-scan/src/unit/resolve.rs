@@ -222,6 +222,11 @@ impl<'m> Unit<'m> {
         if interfaces.is_empty() {
             return HashMap::new();
         }
+        let embedding: HashSet<&str> = self
+            .files
+            .iter()
+            .flat_map(|f| f.embedding_types.iter().map(String::as_str))
+            .collect();
         let mut methods_of: HashMap<&str, HashSet<&str>> = HashMap::new();
         for f in self.files.iter().flat_map(|f| f.fns.iter()) {
             if let Some(t) = f.self_ty.as_deref() {
@@ -241,12 +246,12 @@ impl<'m> Unit<'m> {
                 .iter()
                 .copied()
                 .filter(|id| {
-                    let Some(have) = self
-                        .func(*id)
-                        .self_ty
-                        .as_deref()
-                        .and_then(|t| methods_of.get(t))
-                    else {
+                    let ty = self.func(*id).self_ty.as_deref();
+                    // Its other methods may be the embedded type's.
+                    if ty.is_some_and(|t| embedding.contains(t)) {
+                        return true;
+                    }
+                    let Some(have) = ty.and_then(|t| methods_of.get(t)) else {
                         return false;
                     };
                     declaring
