@@ -94,7 +94,7 @@ pub fn analyze(name: &str, text: &str) -> Result<FileModel, GoError> {
             "type_declaration" => {
                 model.crds.extend(crd_decls(&src, item, &prev_comments));
                 model.interfaces.extend(interfaces(&src, item));
-                model.embedding_types.extend(embedding_types(&src, item));
+                model.embedding_types.extend(embedding_types(&src, &imports, item));
             }
             "const_declaration" | "var_declaration" => consts(&src, &imports, item, &mut model),
             "function_declaration" | "method_declaration" => {
@@ -252,15 +252,16 @@ fn plain_structs(src: &Src<'_>, root: Node<'_>) -> std::collections::HashSet<Str
 }
 
 /// The struct types a type declaration declares that embed another type (a field with no name).
-fn embedding_types(src: &Src<'_>, decl: Node<'_>) -> Vec<String> {
+fn embedding_types(src: &Src<'_>, imports: &Imports, decl: Node<'_>) -> Vec<String> {
     named_children(decl)
         .filter(|s| s.kind() == "type_spec")
         .filter_map(|spec| {
             let body = spec
                 .child_by_field_name("type")
                 .filter(|t| t.kind() == "struct_type")?;
-            // Another package's type (`*eks.Client`): its methods are not in the module's source. (A type of the
-            // module's own is seen, and one that embeds it declares what it adds.)
+            // Another module's type (`*eks.Client`): its methods are not in the module's source. (A type of the
+            // module's own is seen, and one that embeds it declares what it adds; the standard library's
+            // `sync.Mutex` adds only `Lock` and `Unlock`.)
             let embeds = syntax::any_node(body, &mut |n| {
                 n.kind() == "field_declaration"
                     && n.child_by_field_name("name").is_none()
@@ -270,7 +271,9 @@ fn embedding_types(src: &Src<'_>, decl: Node<'_>) -> Vec<String> {
                         } else {
                             t
                         };
-                        t.kind() == "qualified_type"
+                        syntax::qualified_type(src, t)
+                            .and_then(|(pkg, _)| imports.path_of(pkg))
+                            .is_some_and(|p| p.split('/').next().is_some_and(|h| h.contains('.')))
                     })
             });
             embeds.then_some(())?;
