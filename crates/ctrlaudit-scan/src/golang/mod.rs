@@ -94,7 +94,9 @@ pub fn analyze(name: &str, text: &str) -> Result<FileModel, GoError> {
             "type_declaration" => {
                 model.crds.extend(crd_decls(&src, item, &prev_comments));
                 model.interfaces.extend(interfaces(&src, item));
-                model.embedding_types.extend(embedding_types(&src, &imports, item));
+                model
+                    .embedding_types
+                    .extend(embedding_types(&src, &imports, item));
             }
             "const_declaration" | "var_declaration" => consts(&src, &imports, item, &mut model),
             "function_declaration" | "method_declaration" => {

@@ -315,6 +315,22 @@ impl<'m> Unit<'m> {
                 }
             }
         }
+        // A reconciler's method handed on as a value (`dc.Register(ctx, gvr, c.Reconcile)`): a dynamic controller's
+        // registry runs it for each queued request, as the manager runs a Controller's reconcile.
+        for (fi, f) in self.files.iter().enumerate().filter(|(_, f)| !f.library) {
+            for (_, _, passed) in f.fns.iter().flat_map(|func| func.func_args.iter()) {
+                if passed.name() != "Reconcile" {
+                    continue;
+                }
+                // Whose it is is not known when `Reconcile` is defined on many types (and an interface's dispatch
+                // names only the reconcilers that implement it): each is a root, as each is some Controller's.
+                let mut found = self.resolve_callee(passed, fi);
+                found.extend(self.by_method.get("Reconcile").into_iter().flatten());
+                for id in found {
+                    roots.insert(id, ());
+                }
+            }
+        }
         if !roots.is_empty() {
             return roots.into_keys().collect();
         }
