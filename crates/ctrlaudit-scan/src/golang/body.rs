@@ -17,7 +17,7 @@ use std::collections::{HashMap, HashSet};
 use tree_sitter::Node;
 
 /// Go's predeclared functions: never a call of the module's own code.
-const BUILTINS: &[&str] = &[
+pub(super) const BUILTINS: &[&str] = &[
     "append", "cap", "clear", "close", "complex", "copy", "delete", "imag", "len", "make", "max",
     "min", "new", "panic", "print", "println", "real", "recover",
 ];
@@ -86,6 +86,8 @@ pub(super) struct Walk<'s, 't> {
     pub(super) clients: super::provenance::ClientFlow,
     /// Phase arms whose code moved the object out of their phase so far (see `phases`).
     pub(super) phase_moved: Vec<Vec<String>>,
+    /// Parameters and variables declared with another package's type → that package's name (see `callee`).
+    pub(super) local_packages: HashMap<String, String>,
 }
 
 /// The model of one function or method declaration; Controllers it builds go to `model`.
@@ -123,6 +125,7 @@ pub(super) fn function(
         label_sets: HashMap::new(),
         clients: Default::default(),
         phase_moved: Vec::new(),
+        local_packages: HashMap::new(),
     };
     if let Some(list) = decl.child_by_field_name("parameters") {
         w.declare_params(list);
@@ -142,7 +145,7 @@ pub(super) fn function(
     w.f.works_queue = w
         .queue_seen
         .iter()
-        .any(|(q, m)| *m == "Get" && w.queue_seen.contains(&(q.clone(), "Done")));
+        .any(|(q, m)| *m == "Take" || (*m == "Get" && w.queue_seen.contains(&(q.clone(), "Done"))));
     w.f
 }
 
@@ -162,6 +165,7 @@ impl<'s, 't> Walk<'s, 't> {
                 if let Some(kind) = &client {
                     self.typed_clients.insert(name.clone(), kind.clone());
                 }
+                self.note_package(&name, ty_node);
                 if let Some(ty) = &ty {
                     self.locals.insert(name, ty.clone());
                 }
@@ -417,7 +421,7 @@ impl<'s, 't> Walk<'s, 't> {
                 .error_signs
                 .push(ErrorSign::Predicate(format!("is_{}", snake(reason))));
         }
-        if let Some(m) = self.queue_method(func, &args) {
+        if let Some(m) = self.queue_method(func, &args, place.in_loop) {
             self.queue_seen.insert(m);
         }
         if let Some(call) = self.api_call(func, &args, place) {
@@ -532,40 +536,6 @@ impl<'s, 't> Walk<'s, 't> {
                 .any(|c| c.is_write())
         {
             self.f.resolved_calls[i].repeats_write = true;
-        }
-    }
-
-    /// A call of the module's own code, as the crate join resolves it; `None` for the standard library,
-    /// Kubernetes' libraries and builtins.
-    pub(super) fn callee(&self, func: Node<'_>) -> Option<Callee> {
-        match func.kind() {
-            "identifier" => {
-                let name = self.src.text(func);
-                (!BUILTINS.contains(&name)).then(|| Callee::Path(name.to_string()))
-            }
-            "selector_expression" => {
-                let op = func.child_by_field_name("operand")?;
-                let m = self
-                    .src
-                    .text(func.child_by_field_name("field")?)
-                    .to_string();
-                if op.kind() == "identifier" {
-                    let x = self.src.text(op);
-                    if self.recv.as_deref() == Some(x) {
-                        return Some(Callee::SelfMethod(m));
-                    }
-                    if let Some(path) = self.imports.path_of(x) {
-                        if self.imports.is_external(x) {
-                            return None;
-                        }
-                        // By its import path: the join finds the module's package of that path
-                        // (`FileModel::package`), and none for another module's.
-                        return Some(Callee::Path(format!("{path}::{m}")));
-                    }
-                }
-                Some(Callee::Method(m))
-            }
-            _ => None,
         }
     }
 

@@ -15,6 +15,7 @@ impl Walk<'_, '_> {
                 for n in &names {
                     self.locals
                         .insert(self.src.text(*n).to_string(), ty.clone());
+                    self.note_package(self.src.text(*n), Some(t));
                 }
             }
             if let Some(v) = spec.child_by_field_name("value") {

@@ -3,6 +3,7 @@
 //! never a method of the module).
 
 use super::body::Walk;
+use crate::sema::Callee;
 use tree_sitter::Node;
 
 impl Walk<'_, '_> {
@@ -38,21 +39,87 @@ impl Walk<'_, '_> {
 
     /// `c.queue.Get()` (no argument) or `c.queue.Done(item)`: a client-go workqueue's take and release, with the
     /// queue they are called on. Both on one operand make a worker; each alone is too common a name to say so.
+    /// So does a take in a loop from something named a queue (`c.delayQueue.GetOrWaitWithDone(ctx.Done())`, a
+    /// module's own delaying queue, `Pop`): a loop that takes items off a queue handles each one.
     pub(super) fn queue_method(
         &self,
         func: Node<'_>,
         args: &[Node<'_>],
+        in_loop: bool,
     ) -> Option<(String, &'static str)> {
         if func.kind() != "selector_expression" {
             return None;
         }
         let on = self.src.text(func.child_by_field_name("operand")?);
         let field = self.src.text(func.child_by_field_name("field")?);
+        let named_queue = on
+            .rsplit('.')
+            .next()
+            .is_some_and(|n| n.to_ascii_lowercase().ends_with("queue"));
         let m = match (field, args.len()) {
             ("Get", 0) => "Get",
             ("Done", 1) => "Done",
+            (f, _) if in_loop && named_queue && (f.starts_with("GetOrWait") || f == "Pop") => {
+                "Take"
+            }
             _ => return None,
         };
         Some((on.to_string(), m))
+    }
+
+    /// A call of the module's own code, as the crate join resolves it; `None` for the standard library,
+    /// Kubernetes' libraries and builtins.
+    pub(super) fn callee(&self, func: Node<'_>) -> Option<Callee> {
+        match func.kind() {
+            "identifier" => {
+                let name = self.src.text(func);
+                (!super::body::BUILTINS.contains(&name)).then(|| Callee::Path(name.to_string()))
+            }
+            "selector_expression" => {
+                let op = func.child_by_field_name("operand")?;
+                let m = self
+                    .src
+                    .text(func.child_by_field_name("field")?)
+                    .to_string();
+                if op.kind() == "identifier" {
+                    let x = self.src.text(op);
+                    if self.recv.as_deref() == Some(x) {
+                        return Some(Callee::SelfMethod(m));
+                    }
+                    // A parameter or variable declared with another package's type: that package's method.
+                    if let Some(pkg) = self.local_packages.get(x) {
+                        if self.imports.is_external(pkg) {
+                            return None;
+                        }
+                        let path = self.imports.path_of(pkg)?;
+                        return Some(Callee::TypedMethod(path.to_string(), m));
+                    }
+                    if let Some(path) = self.imports.path_of(x) {
+                        if self.imports.is_external(x) {
+                            return None;
+                        }
+                        // By its import path: the join finds the module's package of that path
+                        // (`FileModel::package`), and none for another module's.
+                        return Some(Callee::Path(format!("{path}::{m}")));
+                    }
+                }
+                Some(Callee::Method(m))
+            }
+            _ => None,
+        }
+    }
+
+    /// `w watch.Interface`, `c *eks.Client`: the package whose type `name` is declared with, for `callee`.
+    pub(super) fn note_package(&mut self, name: &str, ty: Option<Node<'_>>) {
+        let Some(mut t) = ty else { return };
+        if t.kind() == "pointer_type"
+            && let Some(inner) = t.named_child(0)
+        {
+            t = inner;
+        }
+        if let Some((pkg, _)) = super::syntax::qualified_type(self.src, t) {
+            self.local_packages
+                .insert(name.to_string(), pkg.to_string());
+        }
     }
 }

@@ -16,6 +16,10 @@ pub enum Callee {
     /// names it for the crate join (`module::f`, `super::f`, `<generic>::f` for a trait method on a type
     /// parameter).
     Path(String),
+    /// A method called on a value whose declared type is another package's (`w watch.Interface`, then `w.Stop()`):
+    /// that package's import path and the method. A method of the module when the package is one of its own, and
+    /// nothing of the module's when the package is another module's.
+    TypedMethod(String, String),
 }
 
 impl Callee {
@@ -24,6 +28,7 @@ impl Callee {
         match self {
             Callee::Method(n) | Callee::SelfMethod(n) => n,
             Callee::Path(p) => p.rsplit("::").next().unwrap_or(p),
+            Callee::TypedMethod(_, m) => m,
         }
     }
 }

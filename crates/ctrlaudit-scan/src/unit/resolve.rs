@@ -40,18 +40,7 @@ impl<'m> Unit<'m> {
                 .into_iter()
                 .flatten()
                 .copied()
-                .filter(|(fi, _)| {
-                    let file = self.files[*fi];
-                    match &file.package {
-                        Some(p) => p == path,
-                        // Outside a module read (a lone file): its directory's name, as the import path ends.
-                        None => {
-                            let dir = package_dir(&file.path);
-                            let last = dir.rsplit('/').next().unwrap_or(dir);
-                            !last.is_empty() && path.rsplit('/').next() == Some(last)
-                        }
-                    }
-                })
+                .filter(|(fi, _)| in_package(self.files[*fi], path))
                 .collect();
         }
         if let Some((module, f)) = name.rsplit_once("::") {
@@ -207,6 +196,11 @@ impl<'m> Unit<'m> {
         }
     }
 
+    /// Is `path` the import path of one of the unit's packages (see `in_package`)?
+    pub(super) fn has_package(&self, path: &str) -> bool {
+        self.files.iter().any(|f| in_package(f, path))
+    }
+
     /// The method names defined on more types than a bare name is followed to, with those of their definitions
     /// whose type implements an interface the unit declares with that method (the type has every method of it):
     /// a call of such a name through an interface may run any of them. A type that only shares the name (a
@@ -264,5 +258,18 @@ impl<'m> Unit<'m> {
             }
         }
         out
+    }
+}
+
+/// Is the Go file of package `path` (its import path)? Outside a module read (a lone file), by its directory's
+/// name, as the import path ends.
+fn in_package(file: &crate::sema::FileModel, path: &str) -> bool {
+    match &file.package {
+        Some(p) => p == path,
+        None => {
+            let dir = package_dir(&file.path);
+            let last = dir.rsplit('/').next().unwrap_or(dir);
+            !last.is_empty() && path.rsplit('/').next() == Some(last)
+        }
     }
 }

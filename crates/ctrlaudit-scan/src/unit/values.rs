@@ -66,7 +66,7 @@ impl Unit<'_> {
             targets = self.handed_to(from, i, 3);
         }
         if self.files[from_file].lang == crate::sema::Lang::Go
-            && matches!(c.callee, Callee::Method(_))
+            && matches!(c.callee, Callee::Method(_) | Callee::TypedMethod(..))
         {
             targets.retain(|t| c.args.len() + 1 >= self.func(*t).params.len());
         }
@@ -101,11 +101,21 @@ impl Unit<'_> {
     /// The crate functions a call may run: a method (`e.metric_label()`) among the crate's methods, a function
     /// (`requeue::delay(..)`) by its name and module.
     pub fn resolve_callee(&self, callee: &Callee, from_file: usize) -> Vec<FnId> {
+        // Of one of the unit's packages, a method like any other (a field of function type included); of another
+        // module's, none of the unit's.
+        if let Callee::TypedMethod(package, m) = callee {
+            return if self.has_package(package) {
+                self.resolve_callee(&Callee::Method(m.clone()), from_file)
+            } else {
+                Vec::new()
+            };
+        }
         let found = match callee {
             Callee::Method(m) => self.resolve_method(m),
             // `self.f(..)`: the method of this file's impl first, as a bare name resolves.
             Callee::SelfMethod(m) => self.resolve(m, from_file),
             Callee::Path(p) => return self.resolve(p, from_file),
+            Callee::TypedMethod(..) => return Vec::new(),
         };
         if !found.is_empty() {
             return found;
@@ -124,7 +134,7 @@ impl Unit<'_> {
             .flatten()
             .filter(|(_, c)| !matches!(c, Callee::Method(x) | Callee::SelfMethod(x) if x == m))
             .flat_map(|&(fi, c)| match c {
-                Callee::Method(x) => self.resolve_method(x),
+                Callee::Method(x) | Callee::TypedMethod(_, x) => self.resolve_method(x),
                 Callee::SelfMethod(x) | Callee::Path(x) => self.resolve(x, fi),
             })
             .collect()
