@@ -168,13 +168,18 @@ impl Imports {
     /// and the logging, uuid and metrics libraries every controller imports. Any other import path is matched
     /// against the module's directories by the join (`Unit::resolve`).
     pub(crate) fn is_external(&self, name: &str) -> bool {
-        self.path_of(name).is_some_and(|p| {
-            let first = p.split('/').next().unwrap_or(p);
-            !first.contains('.')
-                || p.starts_with("github.com/go-logr/")
-                || p.starts_with("github.com/google/uuid")
-                || p.starts_with("github.com/prometheus/")
-        })
+        self.is_std(name)
+            || self.path_of(name).is_some_and(|p| {
+                p.starts_with("github.com/go-logr/")
+                    || p.starts_with("github.com/google/uuid")
+                    || p.starts_with("github.com/prometheus/")
+            })
+    }
+
+    /// `name` is a package of the standard library: no dot in its path's first element.
+    pub(crate) fn is_std(&self, name: &str) -> bool {
+        self.path_of(name)
+            .is_some_and(|p| !p.split('/').next().unwrap_or(p).contains('.'))
     }
 }
 
@@ -268,14 +273,9 @@ fn embedding_types(src: &Src<'_>, imports: &Imports, decl: Node<'_>) -> Vec<Stri
                 n.kind() == "field_declaration"
                     && n.child_by_field_name("name").is_none()
                     && n.child_by_field_name("type").is_some_and(|t| {
-                        let t = if t.kind() == "pointer_type" {
-                            named_children(t).next().unwrap_or(t)
-                        } else {
-                            t
-                        };
-                        syntax::qualified_type(src, t)
-                            .and_then(|(pkg, _)| imports.path_of(pkg))
-                            .is_some_and(|p| p.split('/').next().is_some_and(|h| h.contains('.')))
+                        syntax::qualified_type(src, syntax::pointee(t)).is_some_and(|(pkg, _)| {
+                            imports.path_of(pkg).is_some() && !imports.is_std(pkg)
+                        })
                     })
             });
             embeds.then_some(())?;

@@ -159,6 +159,14 @@ pub(crate) fn specs(decl: Node<'_>) -> Vec<Node<'_>> {
         .collect()
 }
 
+/// The type a pointer type points to (`*eks.Client` → `eks.Client`); any other type as it is.
+pub(crate) fn pointee(t: Node<'_>) -> Node<'_> {
+    match t.kind() {
+        "pointer_type" => t.named_child(0).unwrap_or(t),
+        _ => t,
+    }
+}
+
 /// `&x` and `(x)` as `x`.
 pub(crate) fn strip_ref(n: Node<'_>) -> Node<'_> {
     let mut n = n;

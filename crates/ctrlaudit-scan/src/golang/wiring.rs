@@ -111,13 +111,8 @@ impl Walk<'_, '_> {
 
     /// `w watch.Interface`, `c *eks.Client`: the package whose type `name` is declared with, for `callee`.
     pub(super) fn note_package(&mut self, name: &str, ty: Option<Node<'_>>) {
-        let Some(mut t) = ty else { return };
-        if t.kind() == "pointer_type"
-            && let Some(inner) = t.named_child(0)
-        {
-            t = inner;
-        }
-        if let Some((pkg, _)) = super::syntax::qualified_type(self.src, t) {
+        let Some(t) = ty else { return };
+        if let Some((pkg, _)) = super::syntax::qualified_type(self.src, super::syntax::pointee(t)) {
             self.local_packages
                 .insert(name.to_string(), pkg.to_string());
         }

@@ -101,28 +101,22 @@ impl Unit<'_> {
     /// The crate functions a call may run: a method (`e.metric_label()`) among the crate's methods, a function
     /// (`requeue::delay(..)`) by its name and module.
     pub fn resolve_callee(&self, callee: &Callee, from_file: usize) -> Vec<FnId> {
-        // Of one of the unit's packages, a method like any other (a field of function type included); of another
-        // module's, none of the unit's.
-        if let Callee::TypedMethod(package, m) = callee {
-            return if self.has_package(package) {
-                self.resolve_callee(&Callee::Method(m.clone()), from_file)
-            } else {
-                Vec::new()
-            };
-        }
         let found = match callee {
             Callee::Method(m) => self.resolve_method(m),
+            // Of one of the unit's packages, a method like any other (a field of function type included); of
+            // another module's, none of the unit's.
+            Callee::TypedMethod(package, m) if self.has_package(package) => self.resolve_method(m),
+            Callee::TypedMethod(..) => return Vec::new(),
             // `self.f(..)`: the method of this file's impl first, as a bare name resolves.
             Callee::SelfMethod(m) => self.resolve(m, from_file),
             Callee::Path(p) => return self.resolve(p, from_file),
-            Callee::TypedMethod(..) => return Vec::new(),
         };
         if !found.is_empty() {
             return found;
         }
         // `c.syncHandler(key)`, no method of that name: the methods stored in a field so named (one hop, so
         // that a field stored in itself cannot loop).
-        let (Callee::Method(m) | Callee::SelfMethod(m)) = callee else {
+        let (Callee::Method(m) | Callee::SelfMethod(m) | Callee::TypedMethod(_, m)) = callee else {
             return found;
         };
         // Only the fields stored in the caller's own package: another package's controllers have
