@@ -88,6 +88,10 @@ pub(super) struct Walk<'s, 't> {
     pub(super) phase_moved: Vec<Vec<String>>,
     /// Parameters and variables declared with another package's type → that package's name (see `callee`).
     pub(super) local_packages: HashMap<String, String>,
+    /// Parameters and variables by name → the named type they are declared with (see `types`).
+    pub(super) local_types: HashMap<String, crate::sema::TypeRef>,
+    /// Slices and maps by name → the type of their elements.
+    pub(super) local_elems: HashMap<String, crate::sema::TypeRef>,
 }
 
 /// The model of one function or method declaration; Controllers it builds go to `model`.
@@ -126,6 +130,8 @@ pub(super) fn function(
         clients: Default::default(),
         phase_moved: Vec::new(),
         local_packages: HashMap::new(),
+        local_types: HashMap::new(),
+        local_elems: HashMap::new(),
     };
     if let Some(list) = decl.child_by_field_name("parameters") {
         w.declare_params(list);
@@ -166,6 +172,9 @@ impl<'s, 't> Walk<'s, 't> {
                     self.typed_clients.insert(name.clone(), kind.clone());
                 }
                 self.note_package(&name, ty_node);
+                if let Some(t) = ty_node {
+                    self.declare_type(&name, t);
+                }
                 if let Some(ty) = &ty {
                     self.locals.insert(name, ty.clone());
                 }
@@ -214,7 +223,11 @@ impl<'s, 't> Walk<'s, 't> {
             "if_statement" => self.if_statement(s, place),
             "for_statement" => {
                 // `for { … }` and `for cond { … }` repeat until something succeeds; a range visits items.
-                let ranges = named_children(s).any(|c| c.kind() == "range_clause");
+                let range = named_children(s).find(|c| c.kind() == "range_clause");
+                let ranges = range.is_some();
+                if let Some(r) = range {
+                    self.bind_range(r);
+                }
                 let inner = Place {
                     branch: true,
                     in_loop: true,

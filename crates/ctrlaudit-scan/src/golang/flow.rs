@@ -16,6 +16,7 @@ impl Walk<'_, '_> {
                     self.locals
                         .insert(self.src.text(*n).to_string(), ty.clone());
                     self.note_package(self.src.text(*n), Some(t));
+                    self.declare_type(self.src.text(*n), t);
                 }
             }
             if let Some(v) = spec.child_by_field_name("value") {
@@ -97,6 +98,7 @@ impl Walk<'_, '_> {
         }
         for (n, v) in names.iter().zip(values) {
             let name = self.src.text(*n).to_string();
+            self.bind_type(&name, *v);
             self.bind_label_set(&name, *v);
             if let Some(k) = self.accessor_kind(*v) {
                 self.typed_clients.insert(name.clone(), k);

@@ -15,6 +15,7 @@ mod phases;
 mod provenance;
 mod requeues;
 mod syntax;
+mod types;
 mod wiring;
 
 use crate::finding::Span;
@@ -97,6 +98,9 @@ pub fn analyze(name: &str, text: &str) -> Result<FileModel, GoError> {
                 model
                     .embedding_types
                     .extend(embedding_types(&src, &imports, item));
+                model
+                    .field_types
+                    .extend(types::field_types(&src, &imports, item));
             }
             "const_declaration" | "var_declaration" => consts(&src, &imports, item, &mut model),
             "function_declaration" | "method_declaration" => {
@@ -293,12 +297,18 @@ fn interfaces(src: &Src<'_>, decl: Node<'_>) -> Vec<crate::sema::InterfaceDecl> 
             let body = spec
                 .child_by_field_name("type")
                 .filter(|t| t.kind() == "interface_type")?;
-            let methods: Vec<String> = named_children(body)
+            let (methods, signatures): (Vec<String>, Vec<String>) = named_children(body)
                 .filter(|m| matches!(m.kind(), "method_elem" | "method_spec"))
-                .filter_map(|m| m.child_by_field_name("name"))
-                .map(|n| src.text(n).to_string())
-                .collect();
-            (!methods.is_empty()).then_some(crate::sema::InterfaceDecl { name, methods })
+                .filter_map(|m| {
+                    let name = src.text(m.child_by_field_name("name")?).to_string();
+                    Some((name, syntax::signature(src, m)))
+                })
+                .unzip();
+            (!methods.is_empty()).then_some(crate::sema::InterfaceDecl {
+                name,
+                methods,
+                signatures,
+            })
         })
         .collect()
 }
@@ -445,6 +455,7 @@ pub(crate) fn fn_header(src: &Src<'_>, decl: Node<'_>) -> FnModel {
             params.extend(names.into_iter().map(|n| src.text(n).to_string()));
         }
     }
+    let signature = syntax::signature(src, decl);
     let returns_action = decl
         .child_by_field_name("result")
         .is_some_and(|r| syntax::mentions_result(src, r));
@@ -455,6 +466,7 @@ pub(crate) fn fn_header(src: &Src<'_>, decl: Node<'_>) -> FnModel {
         span,
         last_line: decl.end_position().row + 1,
         params,
+        signature,
         returns_action,
         ..Default::default()
     }

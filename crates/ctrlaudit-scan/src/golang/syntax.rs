@@ -167,6 +167,59 @@ pub(crate) fn pointee(t: Node<'_>) -> Node<'_> {
     }
 }
 
+/// A function's or an interface method's signature, its types without package qualifiers and spaces, one per
+/// place (`a, b int` is `int,int`): `Context,string->*WorkflowTemplate,error`. The same method declared in an
+/// interface of one package and implemented in another spells its types with different qualifiers.
+pub(crate) fn signature(src: &Src<'_>, decl: Node<'_>) -> String {
+    let types = |list: Option<Node<'_>>| -> Vec<String> {
+        let Some(list) = list else { return Vec::new() };
+        if list.kind() != "parameter_list" {
+            return vec![unqualified(src.text(list))];
+        }
+        named_children(list)
+            .filter(|p| p.kind().ends_with("parameter_declaration"))
+            .flat_map(|p| {
+                let ty = p
+                    .child_by_field_name("type")
+                    .map_or(String::new(), |t| unqualified(src.text(t)));
+                let ty = if p.kind() == "variadic_parameter_declaration" {
+                    format!("...{ty}")
+                } else {
+                    ty
+                };
+                std::iter::repeat_n(ty, field_children(p, "name").len().max(1))
+            })
+            .collect()
+    };
+    format!(
+        "{}->{}",
+        types(decl.child_by_field_name("parameters")).join(","),
+        types(decl.child_by_field_name("result")).join(",")
+    )
+}
+
+/// A type's text without whitespace and package qualifiers: `map[string] *v1.Pod` → `map[string]*Pod`.
+fn unqualified(ty: &str) -> String {
+    let mut out = String::with_capacity(ty.len());
+    let mut word = String::new();
+    for c in ty.chars() {
+        if c.is_alphanumeric() || c == '_' {
+            word.push(c);
+        } else if c == '.' && !word.is_empty() {
+            // A qualifier: dropped with its dot (`...` of a variadic type has no word before it).
+            word.clear();
+        } else {
+            out.push_str(&word);
+            word.clear();
+            if !c.is_whitespace() {
+                out.push(c);
+            }
+        }
+    }
+    out.push_str(&word);
+    out
+}
+
 /// `&x` and `(x)` as `x`.
 pub(crate) fn strip_ref(n: Node<'_>) -> Node<'_> {
     let mut n = n;

@@ -86,11 +86,16 @@ impl Walk<'_, '_> {
                     if self.recv.as_deref() == Some(x) {
                         return Some(Callee::SelfMethod(m));
                     }
-                    // A parameter or variable declared with another package's type: that package's method.
-                    if let Some(pkg) = self.local_packages.get(x) {
-                        if self.imports.is_external(pkg) {
-                            return None;
-                        }
+                    // A parameter or variable declared with another module's type: none of the module's methods.
+                    let package = self.local_packages.get(x);
+                    if package.is_some_and(|p| self.imports.is_external(p)) {
+                        return None;
+                    }
+                    if let Some(typed) = self.typed_callee(op, &m) {
+                        return Some(typed);
+                    }
+                    // Of another package of the module, type unnamed: that package's method.
+                    if let Some(pkg) = package {
                         let path = self.imports.path_of(pkg)?;
                         return Some(Callee::TypedMethod(path.to_string(), m));
                     }
@@ -102,6 +107,8 @@ impl Walk<'_, '_> {
                         // (`FileModel::package`), and none for another module's.
                         return Some(Callee::Path(format!("{path}::{m}")));
                     }
+                } else if let Some(typed) = self.typed_callee(op, &m) {
+                    return Some(typed);
                 }
                 Some(Callee::Method(m))
             }

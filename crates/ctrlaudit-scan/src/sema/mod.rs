@@ -58,6 +58,9 @@ pub struct FileModel {
     /// type's methods are theirs too, unseen, so they may implement an interface whose other methods they do not
     /// declare.
     pub embedding_types: Vec<String>,
+    /// Struct fields with the type each is declared with (`tgbManager TargetGroupBindingManager`), for the
+    /// methods called on them (see [`Callee::OnType`]).
+    pub field_types: Vec<FieldType>,
     /// Method values stored in a field of function type (`c.syncHandler = c.sync`, `syncHandler: c.sync`): a
     /// call of the field (`c.syncHandler(key)`) runs the method.
     pub func_fields: Vec<(String, Callee)>,
@@ -68,11 +71,22 @@ pub struct FileModel {
     pub cache_disabled: Vec<String>,
 }
 
+/// A struct's field and its declared type (the pointee of a pointer, the element of a slice or map).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FieldType {
+    pub owner: String,
+    pub field: String,
+    pub ty: TypeRef,
+}
+
 /// `type Exposer interface { Expose(..) error; Cleanup(..) }`: its name and its methods' names.
 #[derive(Debug, Clone, PartialEq)]
 pub struct InterfaceDecl {
     pub name: String,
     pub methods: Vec<String>,
+    /// Each method's signature (see `FnModel::signature`), in the order of `methods`: an implementation's is the
+    /// same.
+    pub signatures: Vec<String>,
 }
 
 /// One `watcher(api, cfg)` stream.
@@ -162,6 +176,9 @@ pub struct FnModel {
     pub generics: Vec<String>,
     /// Parameter names by position (`self` not counted; empty for a pattern).
     pub params: Vec<String>,
+    /// A Go function's signature as its types spell it without package qualifiers (`context.Context,string->
+    /// *WorkflowTemplate,error`): what an interface's method must match. Empty for Rust.
+    pub signature: String,
     /// Returns an `Api<K>` (`fn process_api(&self, ns: &str) -> Api<Process>`): `Some(kind)`, the kind when the
     /// type says it.
     pub returns_api: Option<Option<String>>,

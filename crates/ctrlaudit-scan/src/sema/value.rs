@@ -20,6 +20,22 @@ pub enum Callee {
     /// that package's import path and the method. A method of the module when the package is one of its own, and
     /// nothing of the module's when the package is another module's.
     TypedMethod(String, String),
+    /// A Go method called on a value whose declared type the front end knows (`s Syncer`, `for _, s := range
+    /// []Syncer{..}`, `r.tgbManager` with the field declared `tgbManager Manager`): the join follows it to that
+    /// type's method, or to the implementations of that interface, however many types share the method's name.
+    OnType(Box<TypeRef>, String),
+}
+
+/// A Go type as a declaration names it, for [`Callee::OnType`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct TypeRef {
+    /// The import path of the type's package when it is written qualified (`elbv2.TargetGroupBindingManager`);
+    /// `None` for a type of the declaring file's own package.
+    pub package: Option<String>,
+    pub name: String,
+    /// The value is this field of a value of the type (`s.tgbManager`, `s` a `*synthesizer`): its type is the
+    /// one the field is declared with.
+    pub field: Option<String>,
 }
 
 impl Callee {
@@ -28,7 +44,7 @@ impl Callee {
         match self {
             Callee::Method(n) | Callee::SelfMethod(n) => n,
             Callee::Path(p) => p.rsplit("::").next().unwrap_or(p),
-            Callee::TypedMethod(_, m) => m,
+            Callee::TypedMethod(_, m) | Callee::OnType(_, m) => m,
         }
     }
 }

@@ -7,6 +7,7 @@ mod dead_code;
 mod generics;
 mod reach;
 mod resolve;
+mod types;
 mod values;
 
 use super::sema::{ApiCall, Bindings, CallPath, FileModel, FnModel, Requeue, Value, unbound};
@@ -96,6 +97,8 @@ pub struct Unit<'m> {
     /// Method values stored in fields (`FileModel::func_fields`) by the package directory and the field's name,
     /// with the file that stores them: looked up for every method call the unit cannot otherwise resolve.
     func_fields: HashMap<(&'m str, &'m str), Vec<(usize, &'m crate::sema::Callee)>>,
+    /// Go types, for methods called on a value of a declared type (see `Unit::resolve_on_type`).
+    types: types::TypeIndex<'m>,
     /// Call sites by the function they may land on (see `call_sites`), once asked.
     call_sites: std::sync::OnceLock<HashMap<FnId, Vec<FnId>>>,
 }
@@ -149,7 +152,9 @@ impl<'m> Unit<'m> {
                     .push((fi, c));
             }
         }
+        let types = types::TypeIndex::new(&files);
         let mut unit = Self {
+            types,
             files,
             yaml_kinds,
             config,

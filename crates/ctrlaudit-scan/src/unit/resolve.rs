@@ -69,6 +69,20 @@ impl<'m> Unit<'m> {
                         })
                         .collect(),
                 );
+                // Go: a type named from its own package (`Controller::Reconcile` of the `Controller` built in
+                // this file) is that package's, not one of the same name elsewhere in the module.
+                let dir = package_dir(&self.files[from_file].path);
+                let here: Vec<FnId> = of_type
+                    .iter()
+                    .copied()
+                    .filter(|(fi, _)| {
+                        self.files[*fi].lang == crate::sema::Lang::Go
+                            && package_dir(&self.files[*fi].path) == dir
+                    })
+                    .collect();
+                if !here.is_empty() {
+                    return here;
+                }
                 if !of_type.is_empty() {
                     return of_type;
                 }
@@ -263,7 +277,7 @@ impl<'m> Unit<'m> {
 
 /// Is the Go file of package `path` (its import path)? Outside a module read (a lone file), by its directory's
 /// name, as the import path ends.
-fn in_package(file: &crate::sema::FileModel, path: &str) -> bool {
+pub(super) fn in_package(file: &crate::sema::FileModel, path: &str) -> bool {
     match &file.package {
         Some(p) => p == path,
         None => {

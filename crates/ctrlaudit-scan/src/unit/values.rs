@@ -66,7 +66,10 @@ impl Unit<'_> {
             targets = self.handed_to(from, i, 3);
         }
         if self.files[from_file].lang == crate::sema::Lang::Go
-            && matches!(c.callee, Callee::Method(_) | Callee::TypedMethod(..))
+            && matches!(
+                c.callee,
+                Callee::Method(_) | Callee::TypedMethod(..) | Callee::OnType(..)
+            )
         {
             targets.retain(|t| c.args.len() + 1 >= self.func(*t).params.len());
         }
@@ -107,6 +110,10 @@ impl Unit<'_> {
             // another module's, none of the unit's.
             Callee::TypedMethod(package, m) if self.has_package(package) => self.resolve_method(m),
             Callee::TypedMethod(..) => return Vec::new(),
+            Callee::OnType(t, m) => match self.resolve_on_type(t, m, from_file) {
+                Some(found) => return found,
+                None => self.resolve_method(m),
+            },
             // `self.f(..)`: the method of this file's impl first, as a bare name resolves.
             Callee::SelfMethod(m) => self.resolve(m, from_file),
             Callee::Path(p) => return self.resolve(p, from_file),
@@ -116,7 +123,11 @@ impl Unit<'_> {
         }
         // `c.syncHandler(key)`, no method of that name: the methods stored in a field so named (one hop, so
         // that a field stored in itself cannot loop).
-        let (Callee::Method(m) | Callee::SelfMethod(m) | Callee::TypedMethod(_, m)) = callee else {
+        let (Callee::Method(m)
+        | Callee::SelfMethod(m)
+        | Callee::TypedMethod(_, m)
+        | Callee::OnType(_, m)) = callee
+        else {
             return found;
         };
         // Only the fields stored in the caller's own package: another package's controllers have
@@ -128,7 +139,9 @@ impl Unit<'_> {
             .flatten()
             .filter(|(_, c)| !matches!(c, Callee::Method(x) | Callee::SelfMethod(x) if x == m))
             .flat_map(|&(fi, c)| match c {
-                Callee::Method(x) | Callee::TypedMethod(_, x) => self.resolve_method(x),
+                Callee::Method(x) | Callee::TypedMethod(_, x) | Callee::OnType(_, x) => {
+                    self.resolve_method(x)
+                }
                 Callee::SelfMethod(x) | Callee::Path(x) => self.resolve(x, fi),
             })
             .collect()

@@ -1,0 +1,175 @@
+//! The declared types of values a method is called on: parameters, variables, composite literals, range
+//! variables over typed slices and maps, and struct fields. A call on one names the type (`Callee::OnType`), so
+//! the join follows it to that type's method, or through an interface to its implementations, and not to every
+//! method that shares the name.
+
+use super::Imports;
+use super::body::Walk;
+use super::syntax::{self, Src, named_children, strip_ref};
+use crate::sema::{Callee, FieldType, TypeRef};
+use tree_sitter::Node;
+
+/// Go's predeclared types: no method of the module's.
+const PREDECLARED: &[&str] = &[
+    "any", "bool", "byte", "comparable", "complex64", "complex128", "error", "float32", "float64", "int",
+    "int8", "int16", "int32", "int64", "rune", "string", "uint", "uint8", "uint16", "uint32", "uint64",
+    "uintptr",
+];
+
+/// A named type as a declaration writes it (`Syncer`, `*syncer`, `elbv2.Manager`); `None` for a literal type
+/// (`[]T`, `func(..)`, `struct{..}`), a predeclared one, or a package the file does not import.
+pub(super) fn type_ref(src: &Src<'_>, imports: &Imports, t: Node<'_>) -> Option<TypeRef> {
+    let t = syntax::pointee(t);
+    let t = match t.kind() {
+        // `Store[T]`: the generic type's methods.
+        "generic_type" => t.child_by_field_name("type")?,
+        _ => t,
+    };
+    let (package, name) = match t.kind() {
+        "type_identifier" => (None, src.text(t)),
+        "qualified_type" => {
+            let (pkg, name) = syntax::qualified_type(src, t)?;
+            (Some(imports.path_of(pkg)?.to_string()), name)
+        }
+        _ => return None,
+    };
+    (!PREDECLARED.contains(&name)).then(|| TypeRef {
+        package,
+        name: name.to_string(),
+        field: None,
+    })
+}
+
+/// The element type of a slice or array type, or the value type of a map type: what ranging over it yields.
+pub(super) fn element_ref(src: &Src<'_>, imports: &Imports, t: Node<'_>) -> Option<TypeRef> {
+    let elem = match t.kind() {
+        "slice_type" | "array_type" => t.child_by_field_name("element")?,
+        "map_type" => t.child_by_field_name("value")?,
+        _ => return None,
+    };
+    type_ref(src, imports, elem)
+}
+
+/// The named fields of the struct types a type declaration declares, with their declared types.
+pub(super) fn field_types(src: &Src<'_>, imports: &Imports, decl: Node<'_>) -> Vec<FieldType> {
+    let mut out = Vec::new();
+    for spec in named_children(decl).filter(|s| s.kind() == "type_spec") {
+        let (Some(owner), Some(body)) = (
+            spec.child_by_field_name("name"),
+            spec.child_by_field_name("type")
+                .filter(|t| t.kind() == "struct_type"),
+        ) else {
+            continue;
+        };
+        let Some(list) = named_children(body).find(|c| c.kind() == "field_declaration_list") else {
+            continue;
+        };
+        for field in named_children(list).filter(|f| f.kind() == "field_declaration") {
+            let Some(ty) = field
+                .child_by_field_name("type")
+                .and_then(|t| type_ref(src, imports, t))
+            else {
+                continue;
+            };
+            for name in syntax::field_children(field, "name") {
+                out.push(FieldType {
+                    owner: src.text(owner).to_string(),
+                    field: src.text(name).to_string(),
+                    ty: ty.clone(),
+                });
+            }
+        }
+    }
+    out
+}
+
+impl Walk<'_, '_> {
+    /// `name` is declared with type `t` (a parameter, `var name T`): its type, or what ranging over it yields.
+    pub(super) fn declare_type(&mut self, name: &str, t: Node<'_>) {
+        if let Some(r) = type_ref(self.src, self.imports, t) {
+            self.local_types.insert(name.to_string(), r);
+        } else if let Some(r) = element_ref(self.src, self.imports, t) {
+            self.local_elems.insert(name.to_string(), r);
+        }
+    }
+
+    /// `name := v`: the type a composite literal (`&syncer{..}`, `[]Syncer{..}`) or `new(T)` gives it.
+    pub(super) fn bind_type(&mut self, name: &str, v: Node<'_>) {
+        self.local_types.remove(name);
+        self.local_elems.remove(name);
+        let v = strip_ref(v);
+        let t = match v.kind() {
+            "composite_literal" => v.child_by_field_name("type"),
+            "call_expression"
+                if v.child_by_field_name("function")
+                    .is_some_and(|f| self.src.text(f) == "new") =>
+            {
+                v.child_by_field_name("arguments")
+                    .and_then(|a| a.named_child(0))
+            }
+            _ => None,
+        };
+        if let Some(t) = t {
+            self.declare_type(name, t);
+        }
+    }
+
+    /// `for _, s := range syncers`: `s` takes the element type of `syncers`.
+    pub(super) fn bind_range(&mut self, clause: Node<'_>) {
+        let (Some(left), Some(right)) = (
+            clause.child_by_field_name("left"),
+            clause.child_by_field_name("right"),
+        ) else {
+            return;
+        };
+        let names: Vec<Node> = named_children(left).collect();
+        let elem = (right.kind() == "identifier")
+            .then(|| self.local_elems.get(self.src.text(right)).cloned())
+            .flatten();
+        if let Some(value) = names.get(1) {
+            let name = self.src.text(*value).to_string();
+            match elem {
+                Some(r) => self.local_types.insert(name, r),
+                None => self.local_types.remove(&name),
+            };
+        }
+    }
+
+    /// A call `x.M(..)` or `x.f.M(..)` on a value whose type is declared: that type's method.
+    pub(super) fn typed_callee(&self, op: Node<'_>, method: &str) -> Option<Callee> {
+        let on = match op.kind() {
+            "identifier" => self.local_types.get(self.src.text(op))?.clone(),
+            // `synthesizers[i].PostSynthesize(ctx)`.
+            "index_expression" => {
+                let of = op.child_by_field_name("operand")?;
+                (of.kind() == "identifier")
+                    .then(|| self.local_elems.get(self.src.text(of)))
+                    .flatten()?
+                    .clone()
+            }
+            "selector_expression" => {
+                let base = op.child_by_field_name("operand")?;
+                let field = self.src.text(op.child_by_field_name("field")?).to_string();
+                if base.kind() != "identifier" {
+                    return None;
+                }
+                let x = self.src.text(base);
+                let owner = if self.recv.as_deref() == Some(x) {
+                    TypeRef {
+                        package: None,
+                        name: self.f.self_ty.clone()?,
+                        field: None,
+                    }
+                } else {
+                    self.local_types.get(x)?.clone()
+                };
+                TypeRef {
+                    field: Some(field),
+                    ..owner
+                }
+            }
+            _ => return None,
+        };
+        Some(Callee::OnType(Box::new(on), method.to_string()))
+    }
+}
