@@ -148,6 +148,7 @@ pub(super) fn function(
     model.metric_label_values.append(&mut w.model_labels);
     model.func_fields.append(&mut w.func_fields);
     model.cache_disabled.append(&mut w.clients.cache_disabled);
+    model.caching_managers += w.clients.caching_managers;
     w.f.works_queue = w
         .queue_seen
         .iter()
@@ -434,6 +435,7 @@ impl<'s, 't> Walk<'s, 't> {
                 .error_signs
                 .push(ErrorSign::Predicate(format!("is_{}", snake(reason))));
         }
+        self.manager_built(func, &args);
         if let Some(m) = self.queue_method(func, &args, place.in_loop) {
             self.queue_seen.insert(m);
         }

@@ -57,6 +57,7 @@ impl Walk<'_, '_> {
             if l.kind() == "selector_expression"
                 && let Some(field) = l.child_by_field_name("field")
             {
+                self.manager_options_set(*l);
                 self.func_field(self.src.text(field), *r);
                 let ty = l
                     .child_by_field_name("operand")

@@ -21,7 +21,15 @@ pub(super) struct ClientFlow {
     object_lists: HashMap<String, Vec<String>>,
     /// Kinds given to `client.CacheOptions{DisableFor: ..}` (see `FileModel::cache_disabled`).
     pub(super) cache_disabled: Vec<String>,
+    /// Locals holding a manager's options literal (`opts := ctrl.Options{..}`) → whether they leave the client's
+    /// options out (no `Client:` key, no `opts.Client = ..` since): its client then caches every kind.
+    manager_options: HashMap<String, bool>,
+    /// Managers built here whose client caches every kind (see `FileModel::caching_managers`).
+    pub(super) caching_managers: usize,
 }
+
+/// Where controller-runtime's manager and its options are declared.
+const MANAGER_PKGS: &[&str] = &["sigs.k8s.io/controller-runtime", "sigs.k8s.io/controller-runtime/pkg/manager"];
 
 impl Walk<'_, '_> {
     /// What a value is made from, as far as clients go.
@@ -79,9 +87,57 @@ impl Walk<'_, '_> {
                 }
                 _ => {}
             }
+            self.clients.manager_options.remove(&name);
+            if let Some(default_client) = self.manager_options_literal(v) {
+                self.clients
+                    .manager_options
+                    .insert(name.clone(), default_client);
+            }
             if let Some(kinds) = self.object_list(v) {
                 self.clients.object_lists.insert(name, kinds);
             }
+        }
+    }
+
+    /// `ctrl.Options{..}` (or `manager.Options{..}`): whether it leaves the client's options out.
+    fn manager_options_literal(&self, v: Node<'_>) -> Option<bool> {
+        let v = syntax::strip_ref(v);
+        let (pkg, name) = v
+            .child_by_field_name("type")
+            .filter(|_| v.kind() == "composite_literal")
+            .and_then(|t| syntax::qualified_type(self.src, t))?;
+        (name == "Options" && MANAGER_PKGS.iter().any(|p| self.imports.is(pkg, p)))
+            .then(|| syntax::keyed_value(self.src, v, "Client").is_none())
+    }
+
+    /// `opts.Client = client.Options{..}`: the options `opts` holds set the client's after all.
+    pub(super) fn manager_options_set(&mut self, target: Node<'_>) {
+        if let (Some(o), Some(f)) = (
+            target.child_by_field_name("operand"),
+            target.child_by_field_name("field"),
+        ) && self.src.text(f) == "Client"
+            && let Some(v) = self.clients.manager_options.get_mut(self.src.text(o))
+        {
+            *v = false;
+        }
+    }
+
+    /// `ctrl.NewManager(cfg, opts)` / `manager.New(cfg, opts)` with options that leave the client's out: this
+    /// manager's client reads every kind from its cache, whatever another manager's `DisableFor` says.
+    pub(super) fn manager_built(&mut self, func: Node<'_>, args: &[Node<'_>]) {
+        let is_new = qualified(self.src, func).is_some_and(|(pkg, f)| {
+            (f == "NewManager" && self.imports.is(pkg, MANAGER_PKGS[0]))
+                || (f == "New" && self.imports.is(pkg, MANAGER_PKGS[1]))
+        });
+        let Some(opts) = args.get(1).filter(|_| is_new) else {
+            return;
+        };
+        let default_client = match opts.kind() {
+            "identifier" => self.clients.manager_options.get(self.src.text(*opts)) == Some(&true),
+            _ => self.manager_options_literal(*opts) == Some(true),
+        };
+        if default_client {
+            self.clients.caching_managers += 1;
         }
     }
 

@@ -69,6 +69,10 @@ pub struct FileModel {
     pub package: Option<String>,
     /// Kinds the manager's client never reads from its cache (`client.CacheOptions{DisableFor: ..}`, Go).
     pub cache_disabled: Vec<String>,
+    /// Managers built here with options that leave the client's out (`ctrl.NewManager(cfg, ctrl.Options{..})`
+    /// with no `Client:`): their client caches every kind, so another manager's `DisableFor` says nothing of
+    /// the module's reads (Go).
+    pub caching_managers: usize,
 }
 
 /// A struct's field and its declared type (the pointee of a pointer, the element of a slice or map).

@@ -26,10 +26,14 @@ const ROUNDS: usize = 4;
 
 impl Unit<'_> {
     pub(super) fn uncached_clients(&self) -> UncachedClients {
+        // Two managers in one module (an operator and the agent it runs in each pod): a read cannot be told to be
+        // of the one whose client leaves kinds out of its cache, when the other's caches them all.
+        let one_cache = self.files.iter().all(|f| f.caching_managers == 0);
         let mut u = UncachedClients {
             kinds: self
                 .files
                 .iter()
+                .filter(|_| one_cache)
                 .flat_map(|f| f.cache_disabled.iter().cloned())
                 .collect(),
             ..UncachedClients::default()
