@@ -29,7 +29,10 @@ pub(super) struct ClientFlow {
 }
 
 /// Where controller-runtime's manager and its options are declared.
-const MANAGER_PKGS: &[&str] = &["sigs.k8s.io/controller-runtime", "sigs.k8s.io/controller-runtime/pkg/manager"];
+const MANAGER_PKGS: &[&str] = &[
+    "sigs.k8s.io/controller-runtime",
+    "sigs.k8s.io/controller-runtime/pkg/manager",
+];
 
 impl Walk<'_, '_> {
     /// What a value is made from, as far as clients go.

@@ -11,8 +11,27 @@ use tree_sitter::Node;
 
 /// Go's predeclared types: no method of the module's.
 const PREDECLARED: &[&str] = &[
-    "any", "bool", "byte", "comparable", "complex64", "complex128", "error", "float32", "float64", "int",
-    "int8", "int16", "int32", "int64", "rune", "string", "uint", "uint8", "uint16", "uint32", "uint64",
+    "any",
+    "bool",
+    "byte",
+    "comparable",
+    "complex64",
+    "complex128",
+    "error",
+    "float32",
+    "float64",
+    "int",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "rune",
+    "string",
+    "uint",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
     "uintptr",
 ];
 

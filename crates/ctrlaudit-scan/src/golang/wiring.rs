@@ -52,10 +52,11 @@ impl Walk<'_, '_> {
         }
         let on = self.src.text(func.child_by_field_name("operand")?);
         let field = self.src.text(func.child_by_field_name("field")?);
-        let named_queue = on
-            .rsplit('.')
-            .next()
-            .is_some_and(|n| n.to_ascii_lowercase().ends_with("queue"));
+        // One of several queues (`c.clusterEventQueues[idx]`, a queue per worker) is a queue too.
+        let named_queue = on.rsplit('.').next().is_some_and(|n| {
+            let n = n.split('[').next().unwrap_or(n).to_ascii_lowercase();
+            n.ends_with("queue") || (on.ends_with(']') && n.ends_with("queues"))
+        });
         let m = match (field, args.len()) {
             ("Get", 0) => "Get",
             ("Done", 1) => "Done",
