@@ -60,6 +60,9 @@ pub const NO_GENERATION: &[&str] = &[
 /// A function in the unit: (file index, function index).
 pub type FnId = (usize, usize);
 
+/// Who hands a function another, at which argument, and what (see `Unit::handed_sites`).
+type HandedSites = Vec<(FnId, usize, crate::sema::Callee)>;
+
 /// One crate's file models, joined.
 #[derive(Debug)]
 pub struct Unit<'m> {
@@ -101,6 +104,8 @@ pub struct Unit<'m> {
     types: types::TypeIndex<'m>,
     /// Call sites by the function they may land on (see `call_sites`), once asked.
     call_sites: std::sync::OnceLock<HashMap<FnId, Vec<FnId>>>,
+    /// Functions handed to others as arguments, by the function handed them (see `handed_sites`), once asked.
+    handed_sites: std::sync::OnceLock<HashMap<FnId, HandedSites>>,
 }
 
 impl<'m> Unit<'m> {
@@ -171,6 +176,7 @@ impl<'m> Unit<'m> {
             dependencies,
             uncached: Default::default(),
             call_sites: std::sync::OnceLock::new(),
+            handed_sites: std::sync::OnceLock::new(),
             func_fields,
         };
         unit.dispatched = unit.interface_dispatch();

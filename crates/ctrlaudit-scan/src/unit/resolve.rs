@@ -212,7 +212,12 @@ impl<'m> Unit<'m> {
 
     /// Is `path` the import path of one of the unit's packages (see `in_package`)?
     pub(super) fn has_package(&self, path: &str) -> bool {
-        self.files.iter().any(|f| in_package(f, path))
+        self.types.dirs.contains_key(path)
+            || (self.types.unpackaged
+                && self
+                    .files
+                    .iter()
+                    .any(|f| f.package.is_none() && in_package(f, path)))
     }
 
     /// The method names defined on more types than a bare name is followed to, with those of their definitions

@@ -15,7 +15,10 @@ pub(super) struct TypeIndex<'m> {
     /// Struct types embedding another module's type: they may have methods the source does not show.
     embedding: HashSet<(&'m str, &'m str)>,
     /// Package directories by import path (`FileModel::package`).
-    dirs: HashMap<&'m str, &'m str>,
+    pub(super) dirs: HashMap<&'m str, &'m str>,
+    /// Some Go file was read without its module (a fixture, a lone file): its package is known by its
+    /// directory's name only.
+    pub(super) unpackaged: bool,
 }
 
 impl<'m> TypeIndex<'m> {
@@ -23,8 +26,11 @@ impl<'m> TypeIndex<'m> {
         let mut ix = TypeIndex::default();
         for (fi, f) in files.iter().enumerate().filter(|(_, f)| f.lang == Lang::Go) {
             let dir = package_dir(&f.path);
-            if let Some(p) = &f.package {
-                ix.dirs.insert(p.as_str(), dir);
+            match &f.package {
+                Some(p) => {
+                    ix.dirs.insert(p.as_str(), dir);
+                }
+                None => ix.unpackaged = true,
             }
             for t in &f.field_types {
                 ix.fields
@@ -98,6 +104,10 @@ impl Unit<'_> {
             return Some(d);
         }
         // Files read without their module (fixtures): the package whose directory the import path ends with.
+        // (Asked for every call on another module's type: only then is the walk over the files needed.)
+        if !self.types.unpackaged {
+            return None;
+        }
         self.files
             .iter()
             .find(|f| f.package.is_none() && super::resolve::in_package(f, path))

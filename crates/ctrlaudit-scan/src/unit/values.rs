@@ -3,6 +3,7 @@
 
 use super::{FnId, Unit, package_dir};
 use crate::sema::{ApiCall, Callee, DurationReturn, Value, VolatileReturn, unbound};
+use std::collections::HashMap;
 
 /// How many helpers deep a parameter is followed to a write (`patch_process_status` → `merge_status` →
 /// `patch_status`).
@@ -83,22 +84,38 @@ impl Unit<'_> {
             return Vec::new();
         }
         let mut out = Vec::new();
-        for caller in self.all_fns() {
-            for (called, at, value) in &self.func(caller).func_args {
-                if *at != i || !self.resolve_callee(called, caller.0).contains(&f) {
-                    continue;
-                }
-                let passed_on = match value {
-                    Callee::Path(p) => self.func(caller).params.iter().position(|x| x == p),
-                    _ => None,
-                };
-                match passed_on {
-                    Some(j) => out.extend(self.handed_to(caller, j, depth - 1)),
-                    None => out.extend(self.resolve_callee(value, caller.0)),
-                }
+        for (caller, at, value) in self.handed_sites().get(&f).into_iter().flatten() {
+            if *at != i {
+                continue;
+            }
+            let passed_on = match value {
+                Callee::Path(p) => self.func(*caller).params.iter().position(|x| x == p),
+                _ => None,
+            };
+            match passed_on {
+                Some(j) => out.extend(self.handed_to(*caller, j, depth - 1)),
+                None => out.extend(self.resolve_callee(value, caller.0)),
             }
         }
         out
+    }
+
+    /// Every function handed another as an argument (`FnModel::func_args`), with who hands what at which
+    /// position: resolved once per unit, as every call of a parameter asks.
+    fn handed_sites(&self) -> &HashMap<FnId, super::HandedSites> {
+        self.handed_sites.get_or_init(|| {
+            let mut out: HashMap<FnId, super::HandedSites> = HashMap::new();
+            for caller in self.all_fns() {
+                for (called, at, value) in &self.func(caller).func_args {
+                    let mut targets = self.resolve_callee(called, caller.0);
+                    targets.dedup();
+                    for t in targets {
+                        out.entry(t).or_default().push((caller, *at, value.clone()));
+                    }
+                }
+            }
+            out
+        })
     }
 
     /// The crate functions a call may run: a method (`e.metric_label()`) among the crate's methods, a function
