@@ -6,9 +6,16 @@ use crate::finding::Finding;
 use crate::sema::{Lang, Verb};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// Built-in kinds whose objects the cluster's own agents write all the time: the kubelet updates every Pod's
-/// and Node's status (each write bumps the resourceVersion a PUT of the whole object carries).
-const WRITTEN_BY_THE_CLUSTER: &[&str] = &["Pod", "Node"];
+/// Built-in kinds whose objects the cluster's own agents write all the time, and who: the kubelet updates every
+/// Pod's and Node's status, Kubernetes' Job controller a Job's as its pods start and finish, the quota controller
+/// a ResourceQuota's usage as objects come and go. Each write bumps the resourceVersion a PUT of the whole object
+/// carries.
+const WRITTEN_BY_THE_CLUSTER: &[(&str, &str)] = &[
+    ("Pod", "the kubelet"),
+    ("Node", "the kubelet"),
+    ("Job", "Kubernetes' Job controller"),
+    ("ResourceQuota", "Kubernetes' resource quota controller"),
+];
 
 pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
     let racing = racing_writers(cx);
@@ -110,10 +117,8 @@ fn racing_writers(cx: &Ctx<'_>) -> BTreeMap<String, Vec<String>> {
         .filter(|(k, w)| reconciled.contains(k) && w.len() > 1)
         .map(|(k, w)| (k, w.into_iter().collect()))
         .collect();
-    for k in WRITTEN_BY_THE_CLUSTER {
-        out.entry(k.to_string())
-            .or_default()
-            .push("the kubelet".to_string());
+    for (k, who) in WRITTEN_BY_THE_CLUSTER {
+        out.entry(k.to_string()).or_default().push(who.to_string());
     }
     out
 }
