@@ -192,3 +192,42 @@ fn go_1_26_new_of_a_value_parses() {
         None
     );
 }
+
+#[test]
+fn calls_on_declared_types_name_the_type_and_signatures_drop_qualifiers() {
+    use crate::sema::{Callee, TypeRef};
+    let m = model(
+        "type Getter interface {\n\tGet(ctx context.Context, name string) (*appv1.Widget, error)\n}\n\n\
+         type Syncer struct {\n\tgetter Getter\n\tclock  *metav1.Time\n}\n\n\
+         func (s *Syncer) Sync(ctx context.Context, steps []Step, w appv1.Widget) error {\n\
+         \t_, _ = s.getter.Get(ctx, \"a\")\n\
+         \tfor _, st := range steps {\n\t\tst.Apply(ctx)\n\t}\n\
+         \tlocal := &Syncer{}\n\tlocal.Other()\n\
+         \treturn nil\n}\n",
+    );
+    let callees: Vec<&Callee> = m.fns[0].calls.iter().map(|c| &c.callee).collect();
+    let on = |package: Option<&str>, name: &str, field: Option<&str>, m: &str| {
+        Callee::OnType(
+            Box::new(TypeRef {
+                package: package.map(str::to_string),
+                name: name.to_string(),
+                field: field.map(str::to_string),
+            }),
+            m.to_string(),
+        )
+    };
+    assert!(callees.contains(&&on(None, "Syncer", Some("getter"), "Get")));
+    assert!(callees.contains(&&on(None, "Step", None, "Apply")));
+    assert!(callees.contains(&&on(None, "Syncer", None, "Other")));
+    assert_eq!(
+        m.interfaces[0].signatures,
+        ["Context,string->*Widget,error".to_string()]
+    );
+    assert_eq!(m.fns[0].signature, "Context,[]Step,Widget->error");
+    let fields: Vec<(&str, &str)> = m
+        .field_types
+        .iter()
+        .map(|f| (f.field.as_str(), f.ty.name.as_str()))
+        .collect();
+    assert_eq!(fields, [("getter", "Getter"), ("clock", "Time")]);
+}
