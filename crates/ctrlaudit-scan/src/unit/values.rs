@@ -108,6 +108,7 @@ impl Unit<'_> {
             for caller in self.all_fns() {
                 for (called, at, value) in &self.func(caller).func_args {
                     let mut targets = self.resolve_callee(called, caller.0);
+                    targets.sort_unstable();
                     targets.dedup();
                     for t in targets {
                         out.entry(t).or_default().push((caller, *at, value.clone()));
