@@ -212,12 +212,7 @@ impl<'m> Unit<'m> {
 
     /// Is `path` the import path of one of the unit's packages (see `in_package`)?
     pub(super) fn has_package(&self, path: &str) -> bool {
-        self.types.dirs.contains_key(path)
-            || (self.types.unpackaged
-                && self
-                    .files
-                    .iter()
-                    .any(|f| f.package.is_none() && in_package(f, path)))
+        self.package_dir_of(path).is_some()
     }
 
     /// The method names defined on more types than a bare name is followed to, with those of their definitions

@@ -15,10 +15,10 @@ pub(super) struct TypeIndex<'m> {
     /// Struct types embedding another module's type: they may have methods the source does not show.
     embedding: HashSet<(&'m str, &'m str)>,
     /// Package directories by import path (`FileModel::package`).
-    pub(super) dirs: HashMap<&'m str, &'m str>,
+    dirs: HashMap<&'m str, &'m str>,
     /// Some Go file was read without its module (a fixture, a lone file): its package is known by its
     /// directory's name only.
-    pub(super) unpackaged: bool,
+    unpackaged: bool,
 }
 
 impl<'m> TypeIndex<'m> {
@@ -97,10 +97,15 @@ impl Unit<'_> {
 
     /// The package directory of `t`, declared in a file of `dir`; `None` for another module's package.
     fn type_dir<'a>(&'a self, t: &TypeRef, dir: &'a str) -> Option<&'a str> {
-        let Some(path) = &t.package else {
-            return Some(dir);
-        };
-        if let Some(d) = self.types.dirs.get(path.as_str()) {
+        match &t.package {
+            None => Some(dir),
+            Some(path) => self.package_dir_of(path),
+        }
+    }
+
+    /// The directory of the unit's package with import path `path`; `None` when it is another module's.
+    pub(super) fn package_dir_of(&self, path: &str) -> Option<&str> {
+        if let Some(d) = self.types.dirs.get(path) {
             return Some(d);
         }
         // Files read without their module (fixtures): the package whose directory the import path ends with.
