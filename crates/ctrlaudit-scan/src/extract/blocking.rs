@@ -14,6 +14,7 @@ impl Extractor<'_, '_> {
                 at,
                 off_runtime,
                 repeats_write: false,
+                never_retries: false,
             });
         }
     }

@@ -117,6 +117,8 @@ impl<'ast> Extractor<'_, 'ast> {
             } else {
                 Vec::new()
             },
+            never_retries: false,
+            on_goroutine: false,
         };
         let name = callee.name().to_string();
         let Some(f) = self.fns.last_mut() else {

@@ -3,8 +3,8 @@
 //! that a later write of that object carries, calls of the module's own functions, and error signs.
 
 use super::branches::{
-    acts, deletion_branches, guard, is_error_kind_test, is_statement, returns_err,
-    returns_err_on_error, skips_when_unchanged,
+    self, acts, deletion_branches, guard, is_error_kind_test, is_statement, never_retries,
+    returns_err, returns_err_on_error, skips_when_unchanged, waits_for_state,
 };
 use super::client::object_arg;
 use super::syntax::{self, Src, named_children, qualified, root_ident, snake};
@@ -92,6 +92,8 @@ pub(super) struct Walk<'s, 't> {
     pub(super) local_types: HashMap<String, crate::sema::TypeRef>,
     /// Slices and maps by name → the type of their elements.
     pub(super) local_elems: HashMap<String, crate::sema::TypeRef>,
+    /// Locals bound to a requeue (`rr := ctrl.Result{RequeueAfter: d}`) and not assigned since (see `requeues`).
+    pub(super) result_locals: HashMap<String, crate::sema::Requeue>,
 }
 
 /// The model of one function or method declaration; Controllers it builds go to `model`.
@@ -132,6 +134,7 @@ pub(super) fn function(
         local_packages: HashMap::new(),
         local_types: HashMap::new(),
         local_elems: HashMap::new(),
+        result_locals: HashMap::new(),
     };
     if let Some(list) = decl.child_by_field_name("parameters") {
         w.declare_params(list);
@@ -142,6 +145,12 @@ pub(super) fn function(
         // the watch that enqueues the object itself says which kind the controller reconciles.
         for c in w.controllers.iter_mut().filter(|c| c.kind.is_none()) {
             controllers::watched_kind(src, body, c);
+        }
+        // Goroutines the function then waits for (a fan-out joined by `wg.Wait()` or `<-results`) run on its time.
+        if branches::joins_goroutines(src, body) {
+            for c in &mut w.f.calls {
+                c.ctx.on_goroutine = false;
+            }
         }
     }
     model.controllers.append(&mut w.controllers);
@@ -307,9 +316,10 @@ impl<'s, 't> Walk<'s, 't> {
         // `if apierrors.IsNotFound(err) { r.Create(ctx, ..) … }`: a known error that this branch acts on (a
         // dependency to create, a job to submit), not a failure being retried. A branch on an error kind that only
         // returns (`if IsConflict(err) { return ctrl.Result{RequeueAfter: time.Second}, nil }`) still retries it.
-        let handled = is_error_kind_test(&cond_text)
-            && s.child_by_field_name("consequence")
-                .is_some_and(|b| acts(self.src, b));
+        let handled = waits_for_state(&cond_text)
+            || (is_error_kind_test(&cond_text)
+                && s.child_by_field_name("consequence")
+                    .is_some_and(|b| acts(self.src, b)));
         let (del_then, del_else) = deletion_branches(&cond_text);
         if let Some(cons) = s.child_by_field_name("consequence") {
             if is_err && returns_err(self.src, cons) {
@@ -393,6 +403,17 @@ impl<'s, 't> Walk<'s, 't> {
                 }
             }
             "composite_literal" => self.cache_options(n),
+            "unary_expression" => {
+                if let Some(text) = syntax::timer_receive(self.src, n) {
+                    self.f.resolved_calls.push(ResolvedCall {
+                        callee: Callee::Path(format!("time::{text}")),
+                        at: self.src.pos(n),
+                        off_runtime: place.detached,
+                        repeats_write: false,
+                        never_retries: false,
+                    });
+                }
+            }
             _ => {}
         }
         for c in named_children(n) {
@@ -477,6 +498,7 @@ impl<'s, 't> Walk<'s, 't> {
                 }
             }
             self.client_args(&callee, &args);
+            let once = never_retries(self.src, &args);
             let args = args.iter().map(|a| self.text_of(*a)).collect();
             self.f.calls.push(Call {
                 callee,
@@ -494,6 +516,8 @@ impl<'s, 't> Walk<'s, 't> {
                     in_loop: place.in_loop,
                     transition: self.after_phase_move(place),
                     phase_arm: place.phase_arm.clone(),
+                    never_retries: once,
+                    on_goroutine: place.detached,
                     ..Default::default()
                 },
             });
@@ -534,6 +558,7 @@ impl<'s, 't> Walk<'s, 't> {
                 at: self.src.pos(n),
                 off_runtime: place.detached,
                 repeats_write: false,
+                never_retries: never_retries(self.src, &args),
             });
         }
         self.expr(func, place);

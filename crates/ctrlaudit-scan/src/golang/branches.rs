@@ -112,6 +112,23 @@ pub(super) fn is_error_kind_test(cond: &str) -> bool {
     })
 }
 
+/// The condition names an error that is a state to wait for, not a failure: the object is not there yet
+/// (`apierrors.IsNotFound(err)`), or one of the package's own sentinels (`errors.Is(err, errWaitInit)`), which
+/// the code raised to say what it waits for. A transient failure (`IsConflict`, `IsServerTimeout`) is not.
+pub(super) fn waits_for_state(cond: &str) -> bool {
+    if cond.contains("||") || cond.trim_start().starts_with('!') {
+        return false;
+    }
+    cond.contains("IsNotFound(err")
+        || cond.split("errors.Is(err,").nth(1).is_some_and(|rest| {
+            let sentinel = rest.split(')').next().unwrap_or("").trim();
+            !sentinel.is_empty()
+                && sentinel
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_')
+        })
+}
+
 /// `if err != nil { return …, err }`.
 pub(super) fn returns_err_on_error(src: &Src<'_>, s: Node<'_>) -> bool {
     s.kind() == "if_statement"
@@ -128,4 +145,104 @@ pub(super) fn is_statement(n: Node<'_>) -> bool {
             n.kind(),
             "short_var_declaration" | "var_declaration" | "const_declaration" | "block"
         )
+}
+
+/// `return …, e` returns an error for sure: a new one (`fmt.Errorf(..)`), or a variable the return is guarded
+/// by (`if err != nil { return false, err }`); a bare `return false, err` may return nil.
+fn fails_with(src: &Src<'_>, ret: Node<'_>, e: Node<'_>) -> bool {
+    if e.kind() == "call_expression" {
+        return true;
+    }
+    if e.kind() != "identifier" {
+        return false;
+    }
+    let guard = format!("{} != nil", src.text(e));
+    let mut at = ret.parent();
+    while let Some(x) = at.filter(|x| x.kind() != "func_literal") {
+        if x.kind() == "if_statement"
+            && x.child_by_field_name("condition")
+                .is_some_and(|c| src.compact(c, 200) == guard)
+        {
+            return true;
+        }
+        at = x.parent();
+    }
+    false
+}
+
+/// See `CallCtx::never_retries`: a closure argument returning `(bool, error)` whose every return (its own, not a
+/// nested closure's) is `true, …` or `false, <an error>`. A return that may be `false, nil` (`return ok, err`)
+/// asks again.
+pub(super) fn never_retries(src: &Src<'_>, args: &[Node<'_>]) -> bool {
+    args.iter().any(|a| {
+        let polls = a.kind() == "func_literal"
+            && a.child_by_field_name("result")
+                .is_some_and(|r| src.text(r).replace(' ', "").starts_with("(bool,"));
+        if !polls {
+            return false;
+        }
+        let mut returns = 0;
+        let asks_again = syntax::any_node(*a, &mut |n| {
+            if n.kind() != "return_statement" {
+                return false;
+            }
+            let mut owner = n.parent();
+            while let Some(x) = owner.filter(|x| x.kind() != "func_literal") {
+                owner = x.parent();
+            }
+            if owner != Some(*a) {
+                return false;
+            }
+            returns += 1;
+            let values: Vec<Node> = named_children(n)
+                .find(|c| c.kind() == "expression_list")
+                .map(|l| named_children(l).collect())
+                .unwrap_or_default();
+            let first = values.first().map(|v| src.text(*v));
+            let fails = values.get(1).is_some_and(|e| fails_with(src, n, *e));
+            !(first == Some("true") || (first == Some("false") && fails))
+        });
+        returns > 0 && !asks_again
+    })
+}
+
+/// The function waits for goroutines it starts: outside any `go` statement it calls `x.Wait()` (a
+/// `sync.WaitGroup`, an `errgroup.Group`) or receives from a channel of its own (`<-results`), not a timer's or
+/// a context's.
+pub(super) fn joins_goroutines(src: &Src<'_>, body: Node<'_>) -> bool {
+    let mut starts = false;
+    let mut joins = false;
+    syntax::any_node(body, &mut |n| {
+        let inside_go = {
+            let mut at = n.parent();
+            while let Some(x) = at.filter(|x| x.kind() != "go_statement" && *x != body) {
+                at = x.parent();
+            }
+            at.is_some_and(|x| x.kind() == "go_statement")
+        };
+        match n.kind() {
+            "go_statement" => starts = true,
+            _ if inside_go => {}
+            "call_expression" => {
+                let f = n.child_by_field_name("function");
+                let no_args = n
+                    .child_by_field_name("arguments")
+                    .is_some_and(|a| a.named_child_count() == 0);
+                joins |= no_args
+                    && f.filter(|f| f.kind() == "selector_expression")
+                        .and_then(|f| f.child_by_field_name("field"))
+                        .is_some_and(|m| src.text(m) == "Wait");
+            }
+            "unary_expression" => {
+                joins |= n
+                    .child_by_field_name("operand")
+                    .is_some_and(|o| o.kind() == "identifier")
+                    && n.child_by_field_name("operator")
+                        .is_some_and(|o| src.text(o) == "<-");
+            }
+            _ => {}
+        }
+        false
+    });
+    starts && joins
 }

@@ -37,6 +37,7 @@ impl Walk<'_, '_> {
         let lefts: Vec<Node> = named_children(left).collect();
         let rights: Vec<Node> = named_children(right).collect();
         self.bind_clients(&lefts, &rights);
+        self.bind_result(s, &lefts, &rights, place);
         if s.kind() == "short_var_declaration" {
             self.bind(&lefts, &rights);
         } else if lefts.len() == 1

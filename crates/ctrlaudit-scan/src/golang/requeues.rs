@@ -23,12 +23,48 @@ impl Walk<'_, '_> {
             if values.get(1).is_some_and(|e| self.src.text(*e) != "nil") {
                 return None;
             }
+            if first.kind() == "identifier" {
+                // The requeue a local was bound to, asked for where it is returned.
+                let bound = self.result_locals.get(self.src.text(*first))?;
+                return Some(Requeue {
+                    conditional: place.branch,
+                    on_error: place.on_error,
+                    after_change: wrote_before,
+                    after_write: wrote_before,
+                    ..bound.clone()
+                });
+            }
             self.requeue(*first, place, wrote_before)
         });
         if let Some(r) = &requeue {
             self.f.requeues.push(r.clone());
         }
         self.f.returns.push(requeue);
+    }
+
+    /// `rr := ctrl.Result{RequeueAfter: 5 * time.Second}`, declared once and returned from several places
+    /// (`return rr, nil`): each return asks for that requeue. Any other assignment to the local (`rr =
+    /// ctrl.Result{}`, `rr.RequeueAfter = d`) leaves what it holds unknown here.
+    pub(super) fn bind_result(
+        &mut self,
+        s: Node<'_>,
+        lefts: &[Node<'_>],
+        rights: &[Node<'_>],
+        place: &Place,
+    ) {
+        for (i, l) in lefts.iter().enumerate() {
+            let Some(var) = syntax::root_ident(self.src, *l) else {
+                continue;
+            };
+            let bound = (s.kind() == "short_var_declaration" && l.kind() == "identifier")
+                .then(|| rights.get(i).filter(|_| lefts.len() == rights.len()))
+                .flatten()
+                .and_then(|r| self.requeue(*r, place, false));
+            match bound {
+                Some(r) => self.result_locals.insert(var.to_string(), r),
+                None => self.result_locals.remove(var),
+            };
+        }
     }
 
     /// `ctrl.Result{RequeueAfter: d}` as a requeue. `Requeue: true` alone is not one: it goes through the

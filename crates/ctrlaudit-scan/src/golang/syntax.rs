@@ -378,3 +378,27 @@ pub(crate) fn new_of_value_as_call(text: &str) -> Option<String> {
     // Only ASCII bytes were replaced by ASCII bytes: still UTF-8.
     changed.then(|| String::from_utf8(out).ok()).flatten()
 }
+
+/// A receive from a timer's or ticker's channel (`<-ticker.C`, `<-t.timer.C`, an injected clock's `<-tk.C()`),
+/// as the code spells it: the goroutine waits for the tick. (`<-time.After(d)` is the call `time.After`.)
+pub(crate) fn timer_receive(src: &Src<'_>, n: Node<'_>) -> Option<String> {
+    let op = n.child_by_field_name("operator")?;
+    if src.text(op) != "<-" {
+        return None;
+    }
+    let operand = n.child_by_field_name("operand")?;
+    let channel = match operand.kind() {
+        "call_expression"
+            if operand
+                .child_by_field_name("arguments")
+                .is_some_and(|a| a.named_child_count() == 0) =>
+        {
+            operand.child_by_field_name("function")?
+        }
+        _ => operand,
+    };
+    let field = (channel.kind() == "selector_expression")
+        .then(|| channel.child_by_field_name("field"))
+        .flatten()?;
+    (src.text(field) == "C").then(|| format!("<-{}", src.compact(operand, 60)))
+}

@@ -13,11 +13,17 @@ use std::collections::HashSet;
 const BLOCKING_PREFIXES: &[&str] = &["std::fs::", "std::process::Command", "reqwest::blocking::"];
 const BLOCKING_PATHS: &[&str] = &["std::thread::sleep"];
 
-/// Go calls that wait (by import path and name, or its prefix): a sleep, and apimachinery's polls, which sleep
+/// Go calls that wait (by import path and name, or its prefix): a sleep, a timer's channel received from
+/// (`<-time.After(d)`, `<-ticker.C`, lowered as `time::<-ticker.C`), and apimachinery's polls, which sleep
 /// between their tries. They hold one of the controller's workers, which controller-runtime keeps few (one by
 /// default): every other object waits.
-const GO_WAITS: &[&str] = &["time::Sleep", "k8s.io/utils/clock::Sleep"];
-const GO_WAIT_PREFIXES: &[&str] = &["k8s.io/apimachinery/pkg/util/wait::Poll"];
+const GO_WAITS: &[&str] = &[
+    "time::Sleep",
+    "time::After",
+    "time::Tick",
+    "k8s.io/utils/clock::Sleep",
+];
+const GO_WAIT_PREFIXES: &[&str] = &["k8s.io/apimachinery/pkg/util/wait::Poll", "time::<-"];
 
 /// What blocks in a call, when it does: as the code spells it (`time.Sleep`).
 fn blocks(callee: &Callee, lang: Lang) -> Option<String> {
@@ -26,6 +32,9 @@ fn blocks(callee: &Callee, lang: Lang) -> Option<String> {
         let waits =
             GO_WAITS.contains(&p.as_str()) || GO_WAIT_PREFIXES.iter().any(|x| p.starts_with(x));
         let (path, name) = p.rsplit_once("::")?;
+        if name.starts_with("<-") {
+            return Some(name.to_string());
+        }
         let package = path.rsplit('/').next().unwrap_or(path);
         // A cloud SDK's waiter (`ec2.NewInstanceTerminatedWaiter(c).Wait(ctx, in, 2*time.Minute)`, AWS SDK v2):
         // one is made to wait with it.
@@ -59,6 +68,8 @@ fn blocking_calls<'a>(
         .filter(|c| !c.off_runtime)
         // A poll that repeats a write (`get; update` until no 409) retries; it waits on nothing else.
         .filter(|c| !c.repeats_write)
+        // A poll whose condition never asks again (`return true, nil` or an error) runs it once.
+        .filter(|c| !c.never_retries)
         .filter_map(move |c| Some((c.at.in_file(&func.span.file), blocks(&c.callee, lang)?)))
 }
 
@@ -69,12 +80,15 @@ fn blocking_calls<'a>(
 fn waiters(cx: &Ctx<'_>) -> HashSet<FnId> {
     let named_for_waiting = |id: FnId| {
         let name = cx.unit.func(id).name.to_ascii_lowercase();
-        ["wait", "poll", "sleep"].iter().any(|w| name.starts_with(w))
+        ["wait", "poll", "sleep", "retry"]
+            .iter()
+            .any(|w| name.starts_with(w))
     };
+    // What blocks itself, whatever its name (a ticker's `Tick() { <-t.ticker.C }`), is what a waiting helper
+    // may wait through; only the helpers named for it are reported at their calls.
     let mut out: HashSet<FnId> = cx
         .unit
         .all_fns()
-        .filter(|&id| named_for_waiting(id))
         .filter(|&id| blocking_calls(cx.unit.func(id), cx.lang(id.0)).next().is_some())
         .collect();
     // A wrapper of a wrapper (`WaitUntilReady` → `pollUntil` → `wait.PollUntilContextTimeout`), a few levels.
@@ -96,6 +110,7 @@ fn waiters(cx: &Ctx<'_>) -> HashSet<FnId> {
         }
         out.extend(more);
     }
+    out.retain(|&id| named_for_waiting(id));
     out
 }
 
@@ -107,13 +122,14 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
         .iter()
         .map(|w| cx.unit.func(*w).name.as_str())
         .collect();
-    for (&id, _) in cx.reach.iter() {
+    let waits_happen = cx.unit.reach_where_waits_happen();
+    for (&id, _) in cx.reach.iter().filter(|(id, _)| waits_happen.contains(id)) {
         let func = cx.unit.func(id);
         let own = blocking_calls(func, cx.lang(id.0));
         // A call of a waiting helper waits where reconcile makes it: each line of the chain is one a reader may
         // name (the helper's wait, the call that runs it), and each holds the worker.
         let helpers = func.calls.iter().filter_map(|c| {
-            if !waiter_names.contains(c.callee.name()) {
+            if !waiter_names.contains(c.callee.name()) || c.ctx.never_retries {
                 return None;
             }
             let target = cx

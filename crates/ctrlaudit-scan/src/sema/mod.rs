@@ -292,6 +292,8 @@ pub struct ResolvedCall {
     /// A call handed a closure that writes to the API server (`wait.PollUntilContextCancel(ctx, d, true,
     /// func(..) { get; update })`): what it repeats is the write, until it lands, not a wait for something else.
     pub repeats_write: bool,
+    /// Handed a poll condition that never asks to be tried again (see [`CallCtx::never_retries`]).
+    pub never_retries: bool,
 }
 
 /// A place in a file whose name is known from elsewhere (the function's [`FnModel::span`]).
@@ -331,6 +333,13 @@ pub struct CallCtx {
     /// `Some(..)`; `None` beside one enum's variants as that enum's `None`): the phase the call runs in (see
     /// [`leaves_phase`]).
     pub phase_arm: Vec<String>,
+    /// Handed a poll condition (`func() (bool, error) { .. }`) none of whose returns asks to be tried again
+    /// (`false, nil`): the helper that runs it (`retryutil.Retry`, `wait.PollUntilContextTimeout`) succeeds or
+    /// fails after the first try and never waits between tries.
+    pub never_retries: bool,
+    /// Made by a `go` statement (`go h.startScaleLoop(ctx, so)`): the callee runs on a goroutine of its own, not
+    /// on the worker that started it.
+    pub on_goroutine: bool,
 }
 
 /// A catch-all match arm that hands the rest to a function: `_ => super::reconcile_apply(obj, ctx).await`.

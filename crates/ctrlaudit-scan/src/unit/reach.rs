@@ -27,6 +27,14 @@ impl Unit<'_> {
         (all, error_only)
     }
 
+    /// What reconcile reaches (its error paths too) where a wait holds its worker: not the helpers reached only
+    /// with a condition that never asks to be tried again, nor what runs on a goroutine it starts.
+    pub fn reach_where_waits_happen(&self) -> HashSet<FnId> {
+        self.walk_calls(self.root_paths(), Edges::Waiting)
+            .into_keys()
+            .collect()
+    }
+
     /// The functions reached from a reconcile through calls that are not a creation or state-transition step:
     /// they run on passes that change nothing.
     ///
@@ -166,8 +174,11 @@ impl Unit<'_> {
             let f = self.func(id);
             let path = seen.get(&id).cloned().unwrap_or_default();
             let followed = |c: &&Call| match c.ctx.path {
+                _ if edges == Edges::Waiting && (c.ctx.never_retries || c.ctx.on_goroutine) => {
+                    false
+                }
                 CallPath::Routine => true,
-                CallPath::Error => edges == Edges::WithErrors,
+                CallPath::Error => edges != Edges::Normal,
                 // Once per deletion, not on a reconcile pass.
                 CallPath::Deletion => false,
             };
@@ -226,6 +237,10 @@ enum Edges {
     Normal,
     /// Those and the calls on error paths.
     WithErrors,
+    /// As `WithErrors`, except calls of a poll helper handed a condition that never asks again
+    /// (`CallCtx::never_retries`: the helper returns after its first try and none of its waits happen), and
+    /// calls that start a goroutine (`CallCtx::on_goroutine`: what it waits for holds no worker).
+    Waiting,
 }
 
 #[cfg(test)]
