@@ -100,6 +100,10 @@ impl Walk<'_, '_> {
         }
         for (n, v) in names.iter().zip(values) {
             let name = self.src.text(*n).to_string();
+            // `waiter := eks.NewClusterActiveWaiter(k)`: its methods are taken as that package's (see `callee`).
+            if let Some(pkg) = self.result_package(*v) {
+                self.local_packages.insert(name.clone(), pkg.to_string());
+            }
             self.bind_type(&name, *v);
             self.bind_label_set(&name, *v);
             if let Some(k) = self.accessor_kind(*v) {

@@ -6,7 +6,7 @@ use super::body::Walk;
 use crate::sema::Callee;
 use tree_sitter::Node;
 
-impl Walk<'_, '_> {
+impl<'t> Walk<'_, 't> {
     /// A clientset's accessor in a chain (`cs.CoreV1()`, `cs.CoreV1().Namespaces()`): client-go's, never a
     /// method of the module that happens to share the name.
     pub(super) fn is_clientset_accessor(&self, func: Node<'_>) -> bool {
@@ -110,11 +110,27 @@ impl Walk<'_, '_> {
                     }
                 } else if let Some(typed) = self.typed_callee(op, &m) {
                     return Some(typed);
+                } else if let Some(path) = self
+                    .result_package(op)
+                    .and_then(|p| self.imports.path_of(p))
+                {
+                    return Some(Callee::TypedMethod(path.to_string(), m));
                 }
                 Some(Callee::Method(m))
             }
             _ => None,
         }
+    }
+
+    /// `ec2.NewSubnetAvailableWaiter(c)`: a value a package's function returns, whose methods (`.Wait(..)`) are
+    /// taken as that package's: another module's are none of the module's own of the same name. The package's
+    /// name in the file, when it is an import.
+    pub(super) fn result_package(&self, op: Node<'_>) -> Option<&'t str> {
+        if op.kind() != "call_expression" {
+            return None;
+        }
+        let (pkg, _) = super::syntax::qualified(self.src, op.child_by_field_name("function")?)?;
+        self.imports.path_of(pkg).is_some().then_some(pkg)
     }
 
     /// `w watch.Interface`, `c *eks.Client`: the package whose type `name` is declared with, for `callee`.
