@@ -89,14 +89,7 @@ impl Unit<'_> {
                 .copied()
                 .filter(|id| self.implements(*id, i))
                 .collect();
-            // A test double (`fake.Cloud`) implements the interface for tests only: when it is all the module
-            // has, the implementations that run are another module's.
-            let doubles = |id: &FnId| is_test_double_package(package_dir(&self.files[id.0].path));
-            if !implementing.is_empty() && implementing.iter().all(doubles) {
-                return Some(Vec::new());
-            }
-            return (!implementing.is_empty())
-                .then(|| implementing.into_iter().filter(|id| !doubles(id)).collect());
+            return (!implementing.is_empty()).then_some(implementing);
         }
         let own = self.types.methods.get(&(dir, name))?.get(method)?;
         Some(vec![*own])
@@ -150,7 +143,7 @@ impl Unit<'_> {
 
 /// A package of test doubles (`fake`, `fakecloud`, `mocks`, `mock_client`): its types implement the module's
 /// interfaces for tests, and never run in the controller.
-fn is_test_double_package(dir: &str) -> bool {
+pub(super) fn is_test_double_package(dir: &str) -> bool {
     let last = dir.rsplit('/').next().unwrap_or(dir).to_ascii_lowercase();
     last.starts_with("fake") || last.starts_with("mock")
 }
