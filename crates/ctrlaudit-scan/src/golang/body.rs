@@ -403,17 +403,7 @@ impl<'s, 't> Walk<'s, 't> {
                 }
             }
             "composite_literal" => self.cache_options(n),
-            "unary_expression" => {
-                if let Some(text) = syntax::timer_receive(self.src, n) {
-                    self.f.resolved_calls.push(ResolvedCall {
-                        callee: Callee::Path(format!("time::{text}")),
-                        at: self.src.pos(n),
-                        off_runtime: place.detached,
-                        repeats_write: false,
-                        never_retries: false,
-                    });
-                }
-            }
+            "unary_expression" => self.timer_receive(n, place),
             _ => {}
         }
         for c in named_children(n) {

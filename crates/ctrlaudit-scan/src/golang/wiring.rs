@@ -122,6 +122,19 @@ impl<'t> Walk<'_, 't> {
         }
     }
 
+    /// `<-ticker.C`: a wait, recorded as the call `time::<-ticker.C` (see `syntax::timer_receive`).
+    pub(super) fn timer_receive(&mut self, n: Node<'_>, place: &super::body::Place) {
+        if let Some(text) = super::syntax::timer_receive(self.src, n) {
+            self.f.resolved_calls.push(crate::sema::ResolvedCall {
+                callee: Callee::Path(format!("time::{text}")),
+                at: self.src.pos(n),
+                off_runtime: place.detached,
+                repeats_write: false,
+                never_retries: false,
+            });
+        }
+    }
+
     /// `ec2.NewSubnetAvailableWaiter(c)`: a value a package's function returns, whose methods (`.Wait(..)`) are
     /// taken as that package's: another module's are none of the module's own of the same name. The package's
     /// name in the file, when it is an import.

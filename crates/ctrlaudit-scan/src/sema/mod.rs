@@ -333,12 +333,10 @@ pub struct CallCtx {
     /// `Some(..)`; `None` beside one enum's variants as that enum's `None`): the phase the call runs in (see
     /// [`leaves_phase`]).
     pub phase_arm: Vec<String>,
-    /// Handed a poll condition (`func() (bool, error) { .. }`) none of whose returns asks to be tried again
-    /// (`false, nil`): the helper that runs it (`retryutil.Retry`, `wait.PollUntilContextTimeout`) succeeds or
-    /// fails after the first try and never waits between tries.
+    /// Handed a poll condition (`func() (bool, error)`) none of whose returns asks again (`false, nil`): the
+    /// helper (`retryutil.Retry`, `wait.PollUntilContextTimeout`) ends after its first try, never waiting.
     pub never_retries: bool,
-    /// Made by a `go` statement (`go h.startScaleLoop(ctx, so)`): the callee runs on a goroutine of its own, not
-    /// on the worker that started it.
+    /// Made by a `go` statement the function does not join (`go h.scaleLoop(so)`): off the worker.
     pub on_goroutine: bool,
 }
 
