@@ -208,28 +208,24 @@ pub(super) fn never_retries(src: &Src<'_>, args: &[Node<'_>]) -> bool {
 
 /// The function waits for goroutines it starts: outside any `go` statement it calls `x.Wait()` (a
 /// `sync.WaitGroup`, an `errgroup.Group`) or receives from a channel of its own (`<-results`), not a timer's or
-/// a context's.
+/// a context's. One pass over the body, a `go` statement's subtree skipped.
 pub(super) fn joins_goroutines(src: &Src<'_>, body: Node<'_>) -> bool {
-    let mut starts = false;
-    let mut joins = false;
-    syntax::any_node(body, &mut |n| {
-        let inside_go = {
-            let mut at = n.parent();
-            while let Some(x) = at.filter(|x| x.kind() != "go_statement" && *x != body) {
-                at = x.parent();
-            }
-            at.is_some_and(|x| x.kind() == "go_statement")
-        };
+    let (mut starts, mut joins) = (false, false);
+    // An explicit stack: a deeply nested body must not exhaust a worker thread's.
+    let mut stack = vec![body];
+    while let Some(n) = stack.pop() {
         match n.kind() {
-            "go_statement" => starts = true,
-            _ if inside_go => {}
+            "go_statement" => {
+                starts = true;
+                continue;
+            }
             "call_expression" => {
-                let f = n.child_by_field_name("function");
                 let no_args = n
                     .child_by_field_name("arguments")
                     .is_some_and(|a| a.named_child_count() == 0);
                 joins |= no_args
-                    && f.filter(|f| f.kind() == "selector_expression")
+                    && n.child_by_field_name("function")
+                        .filter(|f| f.kind() == "selector_expression")
                         .and_then(|f| f.child_by_field_name("field"))
                         .is_some_and(|m| src.text(m) == "Wait");
             }
@@ -242,7 +238,7 @@ pub(super) fn joins_goroutines(src: &Src<'_>, body: Node<'_>) -> bool {
             }
             _ => {}
         }
-        false
-    });
+        stack.extend(named_children(n));
+    }
     starts && joins
 }
