@@ -116,7 +116,8 @@ pub(super) fn is_error_kind_test(cond: &str) -> bool {
 /// (`apierrors.IsNotFound(err)`), or one of the package's own sentinels (`errors.Is(err, errWaitInit)`), which
 /// the code raised to say what it waits for. A transient failure (`IsConflict`, `IsServerTimeout`) is not.
 pub(super) fn waits_for_state(cond: &str) -> bool {
-    if cond.contains("||") || cond.trim_start().starts_with('!') {
+    // Only a test alone: `err != nil && !apierrors.IsNotFound(err)` is the failure branch.
+    if cond.contains("||") || cond.contains("&&") || cond.contains('!') {
         return false;
     }
     cond.contains("IsNotFound(err")
