@@ -423,6 +423,8 @@ impl<'s, 't> Walk<'s, 't> {
             .child_by_field_name("arguments")
             .map(|a| named_children(a).collect())
             .unwrap_or_default();
+        // Asked of both the module call and the library call below (see `CallCtx::never_retries`).
+        let once = never_retries(self.src, &args);
         if let Some(c) = controllers::chain(self.src, self.imports, n, &self.builders) {
             let m = controllers::model(self, c, n);
             self.controllers.push(m);
@@ -488,7 +490,6 @@ impl<'s, 't> Walk<'s, 't> {
                 }
             }
             self.client_args(&callee, &args);
-            let once = never_retries(self.src, &args);
             let args = args.iter().map(|a| self.text_of(*a)).collect();
             self.f.calls.push(Call {
                 callee,
@@ -548,7 +549,7 @@ impl<'s, 't> Walk<'s, 't> {
                 at: self.src.pos(n),
                 off_runtime: place.detached,
                 repeats_write: false,
-                never_retries: never_retries(self.src, &args),
+                never_retries: once,
             });
         }
         self.expr(func, place);

@@ -143,7 +143,7 @@ impl<'m> Unit<'m> {
                 // in the controller; a call on its declared type still reaches them (`TypeIndex`).
                 if func.self_ty.is_some()
                     && !(f.lang == crate::sema::Lang::Go
-                        && types::is_test_double_package(package_dir(&f.path)))
+                        && is_test_double_package(package_dir(&f.path)))
                 {
                     by_method
                         .entry(func.name.as_str())
@@ -455,4 +455,11 @@ fn module_of(path: &str) -> &str {
     } else {
         stem
     }
+}
+
+/// A package of test doubles (`fake`, `fakecloud`, `mocks`, `mock_client`): its types implement the module's
+/// interfaces for tests, and never run in the controller.
+fn is_test_double_package(dir: &str) -> bool {
+    let last = dir.rsplit('/').next().unwrap_or(dir).to_ascii_lowercase();
+    last.starts_with("fake") || last.starts_with("mock")
 }

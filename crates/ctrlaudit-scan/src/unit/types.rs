@@ -140,10 +140,3 @@ impl Unit<'_> {
         })
     }
 }
-
-/// A package of test doubles (`fake`, `fakecloud`, `mocks`, `mock_client`): its types implement the module's
-/// interfaces for tests, and never run in the controller.
-pub(super) fn is_test_double_package(dir: &str) -> bool {
-    let last = dir.rsplit('/').next().unwrap_or(dir).to_ascii_lowercase();
-    last.starts_with("fake") || last.starts_with("mock")
-}
