@@ -418,6 +418,7 @@ impl<'ast> Extractor<'_, 'ast> {
                 other => fn_name(other),
             },
             inline_policy,
+            reconciler_from: None,
         }
     }
 

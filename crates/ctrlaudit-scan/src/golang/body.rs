@@ -156,8 +156,7 @@ pub(super) fn function(
     model.controllers.append(&mut w.controllers);
     model.metric_label_values.append(&mut w.model_labels);
     model.func_fields.append(&mut w.func_fields);
-    model.cache_disabled.append(&mut w.clients.cache_disabled);
-    model.caching_managers += w.clients.caching_managers;
+    model.caches.append(&mut w.clients.caches);
     w.f.works_queue = w
         .queue_seen
         .iter()

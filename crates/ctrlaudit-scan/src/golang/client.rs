@@ -25,11 +25,12 @@ impl Walk<'_, '_> {
         }
         let status = match recv.kind() {
             "identifier" | "selector_expression" if self.is_client(recv) => false,
+            "call_expression" if self.is_client_accessor(recv) => false,
             "call_expression" => {
                 let f = recv.child_by_field_name("function")?;
                 if !f
                     .child_by_field_name("operand")
-                    .is_some_and(|o| self.is_client(o))
+                    .is_some_and(|o| self.is_client(o) || self.is_client_accessor(o))
                 {
                     return None;
                 }
@@ -290,6 +291,21 @@ impl Walk<'_, '_> {
         };
         let lower = name.to_ascii_lowercase();
         lower.contains("client") || lower.contains("reader") || lower.contains("writer")
+    }
+
+    /// Is `n` a getter of a client (`mgr.GetClient()`, `r.GetClient()`, `mgr.GetAPIReader()`, `c.Client()`): a call
+    /// with no arguments of a method named for one.
+    fn is_client_accessor(&self, n: Node<'_>) -> bool {
+        n.kind() == "call_expression"
+            && n.child_by_field_name("arguments")
+                .is_some_and(|a| a.named_child_count() == 0)
+            && n.child_by_field_name("function")
+                .filter(|f| f.kind() == "selector_expression")
+                .and_then(|f| f.child_by_field_name("field"))
+                .is_some_and(|m| {
+                    let m = self.src.text(m).to_ascii_lowercase();
+                    m.contains("client") || m.contains("reader")
+                })
     }
 
     /// The kind of an object expression: `&appv1.Widget{}`, a local of that type, `new(appv1.Widget)`.

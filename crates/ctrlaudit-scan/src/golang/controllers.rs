@@ -235,6 +235,10 @@ pub(super) fn model(w: &body::Walk<'_, '_>, c: Chain<'_>, complete: Node<'_>) ->
         .find_map(|s| s.workers.clone())
         .unwrap_or(ConcurrencyConfig::Limit(DEFAULT_WORKERS));
     let reconciler_ty = c.reconciler.and_then(|r| reconciler_type(w, r));
+    let reconciler_from = c
+        .reconciler
+        .filter(|_| reconciler_ty.is_none())
+        .and_then(|r| constructor(w, r));
     let reconcile = match reconciler_ty {
         Some(t) => format!("{t}::Reconcile"),
         None => "Reconcile".to_string(),
@@ -254,6 +258,7 @@ pub(super) fn model(w: &body::Walk<'_, '_>, c: Chain<'_>, complete: Node<'_>) ->
             reconcile: Some(reconcile),
             error_policy: None,
             inline_policy: Vec::new(),
+            reconciler_from,
         }),
         stored_in: None,
     }
@@ -281,10 +286,12 @@ pub(super) fn from_new(
         Some(_) => ConcurrencyConfig::Unknown,
         None => ConcurrencyConfig::Limit(DEFAULT_WORKERS),
     };
-    let reconcile = match opts
-        .and_then(|o| syntax::keyed_value(src, o, "Reconciler"))
-        .and_then(|r| reconciler_type(w, r))
-    {
+    let reconciler = opts.and_then(|o| syntax::keyed_value(src, o, "Reconciler"));
+    let reconciler_ty = reconciler.and_then(|r| reconciler_type(w, r));
+    let reconciler_from = reconciler
+        .filter(|_| reconciler_ty.is_none())
+        .and_then(|r| constructor(w, r));
+    let reconcile = match reconciler_ty {
         Some(t) => format!("{t}::Reconcile"),
         None => "Reconcile".to_string(),
     };
@@ -299,6 +306,7 @@ pub(super) fn from_new(
             reconcile: Some(reconcile),
             error_policy: None,
             inline_policy: Vec::new(),
+            reconciler_from,
         }),
         stored_in: None,
     })
@@ -411,4 +419,15 @@ fn reconciler_type(w: &body::Walk<'_, '_>, r: Node<'_>) -> Option<String> {
         _ => None,
     };
     t.filter(|t| !matches!(t.as_str(), "Reconciler" | "TypedReconciler"))
+}
+
+/// The module's function a reconciler value comes from: `NewWidgetReconciler(c)` itself, or the local it was
+/// bound to (`r := controller.NewWidgetReconciler(c)`).
+fn constructor(w: &body::Walk<'_, '_>, r: Node<'_>) -> Option<crate::sema::Callee> {
+    let r = strip_ref(r);
+    match r.kind() {
+        "identifier" => w.clients.returned_by(w.src().text(r)),
+        "call_expression" => r.child_by_field_name("function").and_then(|f| w.callee(f)),
+        _ => None,
+    }
 }

@@ -4,7 +4,7 @@
 
 use super::body::Walk;
 use super::syntax::{self, named_children, qualified};
-use crate::sema::{Callee, ClientArg, ClientOrigin, ClientRef, ClientStore};
+use crate::sema::{CacheSite, Callee, ClientArg, ClientOrigin, ClientRef, ClientStore};
 use std::collections::{HashMap, HashSet};
 use tree_sitter::Node;
 
@@ -19,13 +19,19 @@ pub(super) struct ClientFlow {
     returned: HashMap<String, Callee>,
     /// Locals holding a list of objects (`[]client.Object{&corev1.Secret{}}`, grown by `append`): their kinds.
     object_lists: HashMap<String, Vec<String>>,
-    /// Kinds given to `client.CacheOptions{DisableFor: ..}` (see `FileModel::cache_disabled`).
-    pub(super) cache_disabled: Vec<String>,
+    /// `client.CacheOptions{DisableFor: ..}` and managers whose client caches every kind (see
+    /// `FileModel::caches`).
+    pub(super) caches: Vec<CacheSite>,
     /// Locals holding a manager's options literal (`opts := ctrl.Options{..}`) → whether they leave the client's
     /// options out (no `Client:` key, no `opts.Client = ..` since): its client then caches every kind.
     manager_options: HashMap<String, bool>,
-    /// Managers built here whose client caches every kind (see `FileModel::caching_managers`).
-    pub(super) caching_managers: usize,
+}
+
+impl ClientFlow {
+    /// The module's function whose result local `name` holds.
+    pub(super) fn returned_by(&self, name: &str) -> Option<Callee> {
+        self.returned.get(name).cloned()
+    }
 }
 
 /// Where controller-runtime's manager and its options are declared.
@@ -140,7 +146,10 @@ impl Walk<'_, '_> {
             _ => self.manager_options_literal(*opts) == Some(true),
         };
         if default_client {
-            self.clients.caching_managers += 1;
+            self.clients.caches.push(CacheSite {
+                line: func.start_position().row + 1,
+                disabled: Vec::new(),
+            });
         }
     }
 
@@ -254,6 +263,13 @@ impl Walk<'_, '_> {
                     .map(|(f, ty)| ClientRef::Field(ty, self.src.text(f).to_string()));
                 (false, r)
             }
+            // `r.GetClient()`: what the module's getter returns, when the join traces it to a client with none.
+            "call_expression" => (
+                false,
+                recv.child_by_field_name("function")
+                    .and_then(|f| self.callee(f))
+                    .map(ClientRef::Returned),
+            ),
             _ => (false, None),
         }
     }
@@ -271,7 +287,10 @@ impl Walk<'_, '_> {
         if let Some(v) = syntax::keyed_value(self.src, lit, "DisableFor")
             && let Some(kinds) = self.object_list(v)
         {
-            self.clients.cache_disabled.extend(kinds);
+            self.clients.caches.push(CacheSite {
+                line: lit.start_position().row + 1,
+                disabled: kinds,
+            });
         }
     }
 }

@@ -120,10 +120,9 @@ fn is_type_parameter(kind: &str) -> bool {
 /// The kind a controller reconciles: from its Api, or else from the object the reconcile it runs takes.
 fn controlled_kind(cx: &Ctx<'_>, fi: usize, c: &ControllerModel) -> Option<String> {
     c.kind.clone().or_else(|| {
-        c.run
-            .as_ref()
-            .and_then(|r| r.reconcile.as_ref())
-            .map(|n| cx.unit.resolve(n, fi))
+        cx.unit
+            .reconcile_of(fi, c)
+            .map(|n| cx.unit.resolve(&n, fi))
             .unwrap_or_default()
             .iter()
             .find_map(|id| cx.unit.func(*id).object_kind.clone())

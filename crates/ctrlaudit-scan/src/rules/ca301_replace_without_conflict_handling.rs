@@ -82,12 +82,12 @@ fn racing_writers(cx: &Ctx<'_>) -> BTreeMap<String, Vec<String>> {
             continue;
         }
         for c in &file.controllers {
-            let (Some(fns), Some(run)) = (cx.unit.reach_of(fi, c), c.run.as_ref()) else {
+            let Some(fns) = cx.unit.reach_of(fi, c) else {
                 continue;
             };
             // Whose reconcile it runs must be known (`WidgetReconciler::Reconcile`): by its bare name, every
             // reconciler's writes would look like this one's.
-            let Some(reconcile) = run.reconcile.as_ref().filter(|r| r.contains("::")) else {
+            let Some(reconcile) = cx.unit.reconcile_of(fi, c).filter(|r| r.contains("::")) else {
                 continue;
             };
             let who = match &c.kind {
@@ -97,7 +97,7 @@ fn racing_writers(cx: &Ctx<'_>) -> BTreeMap<String, Vec<String>> {
             if let Some(k) = &c.kind {
                 reconciled.insert(k.clone());
             }
-            counted.extend(cx.unit.resolve(reconcile, fi));
+            counted.extend(cx.unit.resolve(&reconcile, fi));
             record_writes(cx, fns, &who, &mut writers);
         }
     }

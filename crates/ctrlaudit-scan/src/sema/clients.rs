@@ -44,3 +44,12 @@ pub enum ClientRef {
     /// A local holding what this function returned (`rc, err := scope.RemoteClient(); rc.Get(..)`).
     Returned(Callee),
 }
+
+/// One manager's client cache as a function sets it up (see [`FileModel::caches`]): the join gives its
+/// `disabled` kinds to the reads of the controllers that function sets up.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CacheSite {
+    pub line: usize,
+    /// Kinds read from the API server every time; none for a manager whose client caches every kind.
+    pub disabled: Vec<String>,
+}

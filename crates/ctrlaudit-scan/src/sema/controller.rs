@@ -46,6 +46,10 @@ pub struct RunCall {
     pub error_policy: Option<String>,
     /// The returns of an error_policy written inline as a closure.
     pub inline_policy: Vec<Option<Requeue>>,
+    /// Go: the constructor whose result is the reconciler, when its type is not named where the Controller is
+    /// built (`r := controller.NewInstanceReconciler(..)`, `Complete(r)`): the join takes the type from its
+    /// signature (see `Unit::reconcile_of`).
+    pub reconciler_from: Option<crate::sema::Callee>,
 }
 
 /// What `.with_config(..)` sets, as far as scan can tell.

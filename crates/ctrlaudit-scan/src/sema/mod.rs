@@ -67,12 +67,10 @@ pub struct FileModel {
     /// A Go file's package by its import path (`sigs.k8s.io/kueue/pkg/workload`), when its module's `go.mod` was
     /// read: what a call from another package names it by.
     pub package: Option<String>,
-    /// Kinds the manager's client never reads from its cache (`client.CacheOptions{DisableFor: ..}`, Go).
-    pub cache_disabled: Vec<String>,
-    /// Managers built here with options that leave the client's out (`ctrl.NewManager(cfg, ctrl.Options{..})`
-    /// with no `Client:`): their client caches every kind, so another manager's `DisableFor` says nothing of
-    /// the module's reads (Go).
-    pub caching_managers: usize,
+    /// What managers' clients cache, where a function says so (Go): a `client.CacheOptions{DisableFor: ..}`, or
+    /// a manager built with options that leave the client's out (`ctrl.NewManager(cfg, ctrl.Options{..})` with no
+    /// `Client:`), whose client caches every kind.
+    pub caches: Vec<CacheSite>,
 }
 
 /// A struct's field and its declared type (the pointee of a pointer, the element of a slice or map).

@@ -4,8 +4,8 @@
 //! client. A read through either is a round trip, which CA303 judges.
 
 use super::{FnId, Unit, package_dir};
-use crate::sema::{ApiCall, ClientOrigin, ClientRef};
-use std::collections::HashSet;
+use crate::sema::{ApiCall, CacheSite, ClientOrigin, ClientRef};
+use std::collections::{HashMap, HashSet};
 
 /// What the join found to have no cache.
 #[derive(Debug, Default)]
@@ -17,25 +17,29 @@ pub(super) struct UncachedClients {
     params: HashSet<(FnId, usize)>,
     /// Functions returning one.
     returns: HashSet<FnId>,
-    /// Kinds the manager's client reads from the API server.
+    /// Kinds the manager's client reads from the API server, for a function no manager's set-up was traced to.
     kinds: HashSet<String>,
+    /// The same for the functions of the controllers set up where a manager's cache is (see `owned_caches`).
+    kinds_of: HashMap<FnId, HashSet<String>>,
 }
 
 /// Enough rounds for a client handed to a constructor that stores it, or returned through a helper or two.
 const ROUNDS: usize = 4;
 
-impl Unit<'_> {
+impl<'m> Unit<'m> {
     pub(super) fn uncached_clients(&self) -> UncachedClients {
-        // Two managers in one module (an operator and the agent it runs in each pod): a read cannot be told to be
-        // of the one whose client leaves kinds out of its cache, when the other's caches them all.
-        let one_cache = self.files.iter().all(|f| f.caching_managers == 0);
+        // Two managers in one module (an operator and the agent it runs in each pod): a read no set-up was traced
+        // to cannot be told to be of the one whose client leaves kinds out of its cache, when the other's caches
+        // them all.
+        let sites = self.cache_sites();
+        let one_cache = sites.iter().all(|(_, s)| !s.disabled.is_empty());
         let mut u = UncachedClients {
-            kinds: self
-                .files
+            kinds: sites
                 .iter()
                 .filter(|_| one_cache)
-                .flat_map(|f| f.cache_disabled.iter().cloned())
+                .flat_map(|(_, s)| s.disabled.iter().cloned())
                 .collect(),
+            kinds_of: self.owned_caches(&sites),
             ..UncachedClients::default()
         };
         for _ in 0..ROUNDS {
@@ -77,6 +81,54 @@ impl Unit<'_> {
         u
     }
 
+    fn cache_sites(&self) -> Vec<(FnId, &'m CacheSite)> {
+        self.files
+            .iter()
+            .enumerate()
+            .flat_map(|(fi, f)| f.caches.iter().map(move |s| (fi, s)))
+            .filter_map(|(fi, s)| Some((self.fn_at(fi, s.line)?, s)))
+            .collect()
+    }
+
+    /// For each function a Controller's reconcile reaches: the kinds every manager whose cache is set up where
+    /// that Controller is (in the function building the manager, or one it calls: `SetupWithManager(mgr)`)
+    /// leaves out. A function of two managers' Controllers gets the kinds both leave out.
+    fn owned_caches(&self, sites: &[(FnId, &CacheSite)]) -> HashMap<FnId, HashSet<String>> {
+        let mut owners: HashMap<FnId, Vec<usize>> = HashMap::new();
+        if sites.iter().all(|(_, s)| s.disabled.is_empty()) {
+            return HashMap::new();
+        }
+        for (si, (at, _)) in sites.iter().enumerate() {
+            let reached: HashSet<FnId> = self.reach_from(*at).into_iter().collect();
+            for (fi, file) in self.files.iter().enumerate() {
+                for c in &file.controllers {
+                    if !self
+                        .fn_at(fi, c.span.line)
+                        .is_some_and(|b| reached.contains(&b))
+                    {
+                        continue;
+                    }
+                    for id in self.reach_of(fi, c).into_iter().flatten() {
+                        let o = owners.entry(id).or_default();
+                        if !o.contains(&si) {
+                            o.push(si);
+                        }
+                    }
+                }
+            }
+        }
+        owners
+            .into_iter()
+            .map(|(id, o)| {
+                let mut kinds: HashSet<String> = sites[o[0]].1.disabled.iter().cloned().collect();
+                for si in &o[1..] {
+                    kinds.retain(|k| sites[*si].1.disabled.contains(k));
+                }
+                (id, kinds)
+            })
+            .collect()
+    }
+
     fn origin_uncached(&self, u: &UncachedClients, id: FnId, o: &ClientOrigin) -> bool {
         match o {
             ClientOrigin::Uncached => true,
@@ -103,7 +155,8 @@ impl Unit<'_> {
     /// the join says it does: the kind is left out of the cache, or the client was traced to one with none.
     pub fn cache_left_out(&self, id: FnId, call: &ApiCall) -> Option<&'static str> {
         let u = &self.uncached;
-        if call.kind.as_ref().is_some_and(|k| u.kinds.contains(k)) {
+        let left_out = u.kinds_of.get(&id).unwrap_or(&u.kinds);
+        if call.kind.as_ref().is_some_and(|k| left_out.contains(k)) {
             return Some("the manager's client leaves this kind out of its cache (`DisableFor`)");
         }
         let traced = match &call.client {

@@ -308,6 +308,42 @@ impl<'m> Unit<'m> {
         BUILTIN_WITH_STATUS.contains(&kind).then_some(true)
     }
 
+    /// The reconcile a Controller runs, by name: the front end's, or `T::Reconcile` when the reconciler is what a
+    /// constructor of the module returns and every function the call may be is declared to return a `T` (or
+    /// `*T`) that has a `Reconcile` method.
+    pub fn reconcile_of(&self, file: usize, c: &crate::sema::ControllerModel) -> Option<String> {
+        let run = c.run.as_ref()?;
+        let name = run.reconcile.clone()?;
+        let Some(from) = run.reconciler_from.as_ref().filter(|_| name == "Reconcile") else {
+            return Some(name);
+        };
+        let types: HashSet<&str> = self
+            .resolve_callee(from, file)
+            .into_iter()
+            .filter_map(|id| {
+                let (_, results) = self.func(id).signature.split_once("->")?;
+                let first = results.split(',').next()?.trim_start_matches('*');
+                first
+                    .chars()
+                    .all(|ch| ch.is_alphanumeric() || ch == '_')
+                    .then_some(first)
+            })
+            .collect();
+        let typed = match types.into_iter().collect::<Vec<_>>()[..] {
+            [t] if self
+                .by_method
+                .get("Reconcile")
+                .into_iter()
+                .flatten()
+                .any(|id| self.func(*id).self_ty.as_deref() == Some(t)) =>
+            {
+                format!("{t}::Reconcile")
+            }
+            _ => name,
+        };
+        Some(typed)
+    }
+
     /// Functions handed to `Controller::run` as reconcile, and client-go workqueue workers
     /// (`FnModel::works_queue`). Only when the unit has neither (a library of reconcilers, a partial scan),
     /// reconcile-shaped async functions instead: returning an `Action` does not make a function a reconcile
@@ -316,8 +352,8 @@ impl<'m> Unit<'m> {
         let mut roots = BTreeMap::new();
         for (fi, f) in self.files.iter().enumerate().filter(|(_, f)| !f.library) {
             for c in &f.controllers {
-                if let Some(name) = c.run.as_ref().and_then(|r| r.reconcile.as_ref()) {
-                    for id in self.resolve(name, fi) {
+                if let Some(name) = self.reconcile_of(fi, c) {
+                    for id in self.resolve(&name, fi) {
                         roots.insert(id, ());
                     }
                 }

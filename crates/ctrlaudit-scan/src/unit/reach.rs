@@ -126,9 +126,9 @@ impl Unit<'_> {
     /// The functions that one Controller's reconcile reaches (its error paths too), or `None` when which function
     /// it runs is not known: what a finding about that Controller may cite, never another Controller's code.
     pub fn reach_of(&self, file: usize, c: &crate::sema::ControllerModel) -> Option<Vec<FnId>> {
-        let name = c.run.as_ref()?.reconcile.as_ref()?;
+        let name = self.reconcile_of(file, c)?;
         let roots: Vec<(FnId, Vec<String>)> = self
-            .resolve(name, file)
+            .resolve(&name, file)
             .into_iter()
             .map(|r| (r, vec![self.func(r).name.clone()]))
             .collect();
