@@ -149,6 +149,7 @@ impl Walk<'_, '_> {
             self.clients.caches.push(CacheSite {
                 line: func.start_position().row + 1,
                 disabled: Vec::new(),
+                unstructured: false,
             });
         }
     }
@@ -275,21 +276,30 @@ impl Walk<'_, '_> {
     }
 
     /// `client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}` (or a local list of them): the kinds
-    /// the manager's client reads from the API server every time.
+    /// the manager's client reads from the API server every time; `Unstructured: true`, which caches unstructured
+    /// objects too.
     pub(super) fn cache_options(&mut self, lit: Node<'_>) {
-        let is_cache_options = lit
+        // controller-runtime before v0.15 said it with `client.NewDelegatingClientInput{CacheUnstructured: true}`.
+        let Some(unstructured_key) = lit
             .child_by_field_name("type")
             .and_then(|t| syntax::qualified_type(self.src, t))
-            .is_some_and(|(pkg, name)| name == "CacheOptions" && self.imports.is(pkg, CLIENT_PKG));
-        if !is_cache_options {
+            .filter(|(pkg, _)| self.imports.is(pkg, CLIENT_PKG))
+            .and_then(|(_, name)| match name {
+                "CacheOptions" => Some("Unstructured"),
+                "NewDelegatingClientInput" => Some("CacheUnstructured"),
+                _ => None,
+            })
+        else {
             return;
-        }
-        if let Some(v) = syntax::keyed_value(self.src, lit, "DisableFor")
-            && let Some(kinds) = self.object_list(v)
-        {
+        };
+        let unstructured = syntax::keyed_value(self.src, lit, unstructured_key)
+            .is_some_and(|v| self.src.text(v) != "false");
+        let disabled = syntax::keyed_value(self.src, lit, "DisableFor").and_then(|v| self.object_list(v));
+        if disabled.is_some() || unstructured {
             self.clients.caches.push(CacheSite {
                 line: lit.start_position().row + 1,
-                disabled: kinds,
+                disabled: disabled.unwrap_or_default(),
+                unstructured,
             });
         }
     }

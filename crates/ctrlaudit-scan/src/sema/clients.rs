@@ -52,4 +52,7 @@ pub struct CacheSite {
     pub line: usize,
     /// Kinds read from the API server every time; none for a manager whose client caches every kind.
     pub disabled: Vec<String>,
+    /// `Unstructured: true`: unstructured objects are read from the cache too (controller-runtime reads them
+    /// from the API server by default).
+    pub unstructured: bool,
 }

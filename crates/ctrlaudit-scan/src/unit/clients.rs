@@ -21,7 +21,13 @@ pub(super) struct UncachedClients {
     kinds: HashSet<String>,
     /// The same for the functions of the controllers set up where a manager's cache is (see `owned_caches`).
     kinds_of: HashMap<FnId, HashSet<String>>,
+    /// Some manager's cache options read unstructured objects from the cache (`Unstructured: true`).
+    unstructured_cached: bool,
 }
+
+/// The kind of `unstructured.Unstructured` (and of a module's wrapper embedding it, `composed.Unstructured`):
+/// controller-runtime's client serves it from the cache only when told to.
+const UNSTRUCTURED: &str = "Unstructured";
 
 /// Enough rounds for a client handed to a constructor that stores it, or returned through a helper or two.
 const ROUNDS: usize = 4;
@@ -40,6 +46,7 @@ impl<'m> Unit<'m> {
                 .flat_map(|(_, s)| s.disabled.iter().cloned())
                 .collect(),
             kinds_of: self.owned_caches(&sites),
+            unstructured_cached: sites.iter().any(|(_, s)| s.unstructured),
             ..UncachedClients::default()
         };
         for _ in 0..ROUNDS {
@@ -155,6 +162,12 @@ impl<'m> Unit<'m> {
     /// the join says it does: the kind is left out of the cache, or the client was traced to one with none.
     pub fn cache_left_out(&self, id: FnId, call: &ApiCall) -> Option<&'static str> {
         let u = &self.uncached;
+        if call.kind.as_deref() == Some(UNSTRUCTURED) && !u.unstructured_cached {
+            return Some(
+                "the manager's client reads unstructured objects from the API server unless its cache options \
+                 set `Unstructured: true`",
+            );
+        }
         let left_out = u.kinds_of.get(&id).unwrap_or(&u.kinds);
         if call.kind.as_ref().is_some_and(|k| left_out.contains(k)) {
             return Some("the manager's client leaves this kind out of its cache (`DisableFor`)");
