@@ -11,7 +11,7 @@ use super::syntax::{self, Src, named_children, qualified, root_ident, snake};
 use super::{Imports, controllers, fn_header, statements};
 use crate::sema::{
     ApiCall, Call, CallCtx, CallPath, Callee, ErrorSign, FileModel, FnModel, Guard, GuardKind,
-    ResolvedCall, VolatileWrite,
+    RETRY_ON_CONFLICT, ResolvedCall, VolatileWrite,
 };
 use std::collections::{HashMap, HashSet};
 use tree_sitter::Node;
@@ -437,7 +437,7 @@ impl<'s, 't> Walk<'s, 't> {
         if retry {
             self.f
                 .error_signs
-                .push(ErrorSign::Predicate("is_conflict".into()));
+                .push(ErrorSign::Predicate(RETRY_ON_CONFLICT.into()));
         }
         if let Some((pkg, f)) = qualified(self.src, func)
             && self.imports.is(pkg, "k8s.io/apimachinery/pkg/api/errors")

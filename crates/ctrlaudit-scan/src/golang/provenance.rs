@@ -294,7 +294,8 @@ impl Walk<'_, '_> {
         };
         let unstructured = syntax::keyed_value(self.src, lit, unstructured_key)
             .is_some_and(|v| self.src.text(v) != "false");
-        let disabled = syntax::keyed_value(self.src, lit, "DisableFor").and_then(|v| self.object_list(v));
+        let disabled =
+            syntax::keyed_value(self.src, lit, "DisableFor").and_then(|v| self.object_list(v));
         if disabled.is_some() || unstructured {
             self.clients.caches.push(CacheSite {
                 line: lit.start_position().row + 1,

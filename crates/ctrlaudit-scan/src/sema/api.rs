@@ -205,13 +205,22 @@ pub enum ErrorSign {
     Constant(String),
 }
 
+/// The sign of a function that runs calls in a conflict retry (`retry.RetryOnConflict`, Go): those calls handle
+/// a 409 (`in_retry`), the function's others need not.
+pub const RETRY_ON_CONFLICT: &str = "retry_on_conflict";
+
 impl ErrorSign {
+    /// Tests for a 409 itself (`apierrors.IsConflict(err)`), which may be of any of the function's calls.
+    pub fn tests_conflict(&self) -> bool {
+        self.is_conflict() && !matches!(self, Self::Predicate(p) if p == RETRY_ON_CONFLICT)
+    }
+
     /// Names the 409 Conflict the API server answers a write whose resourceVersion is stale.
     pub fn is_conflict(&self) -> bool {
         match self {
             Self::Code(c) => *c == 409,
             Self::Reason(r) => r == "Conflict",
-            Self::Predicate(p) => p.contains("is_conflict"),
+            Self::Predicate(p) => p.contains("is_conflict") || p == RETRY_ON_CONFLICT,
             Self::Constant(c) => c.contains("CONFLICT"),
         }
     }

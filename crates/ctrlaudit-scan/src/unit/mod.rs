@@ -467,7 +467,7 @@ impl<'m> Unit<'m> {
 }
 
 /// A Go file's package: its directory.
-fn package_dir(path: &str) -> &str {
+pub(crate) fn package_dir(path: &str) -> &str {
     path.rsplit_once('/').map_or("", |(dir, _)| dir)
 }
 
