@@ -4,7 +4,7 @@
 
 use super::branches::{
     self, acts, deletion_branches, guard, is_error_kind_test, is_statement, never_retries,
-    returns_err, returns_err_on_error, skips_when_unchanged, waits_for_state,
+    returns_err, returns_err_on_error, skips_when_unchanged, tests_error, waits_for_state,
 };
 use super::client::object_arg;
 use super::syntax::{self, Src, named_children, qualified, root_ident, snake};
@@ -311,7 +311,9 @@ impl<'s, 't> Walk<'s, 't> {
             self.expr(c, place);
         }
         let cond_text = cond.map(|c| self.src.compact(c, 200)).unwrap_or_default();
-        let is_err = cond_text.contains("err != nil") || cond_text.contains("Err != nil");
+        let is_err = cond_text.contains("err != nil")
+            || cond_text.contains("Err != nil")
+            || tests_error(&cond_text);
         // `if apierrors.IsNotFound(err) { r.Create(ctx, ..) … }`: a known error that this branch acts on (a
         // dependency to create, a job to submit), not a failure being retried. A branch on an error kind that only
         // returns (`if IsConflict(err) { return ctrl.Result{RequeueAfter: time.Second}, nil }`) still retries it.

@@ -112,6 +112,25 @@ pub(super) fn is_error_kind_test(cond: &str) -> bool {
     })
 }
 
+/// The condition is a test of what the error is, alone (`isRetryable(err)`, `plugins.ContainsPluginError(err)`,
+/// `errors.As(err, &target)`): a branch taken when something failed, as `err != nil` is.
+pub(super) fn tests_error(cond: &str) -> bool {
+    let Some((callee, rest)) = cond.split_once('(') else {
+        return false;
+    };
+    let first = rest.split([',', ')']).next().unwrap_or("").trim();
+    callee
+        .chars()
+        .all(|c| c.is_alphanumeric() || c == '_' || c == '.')
+        && rest.ends_with(')')
+        && !rest.contains('(')
+        && (first == "err" || first.ends_with("Err"))
+        // What is or is not there yet (an object, a CRD's kind) is a state, not a failure.
+        && !["NoMatch", "NotFound", "AlreadyExist"]
+            .iter()
+            .any(|state| callee.contains(state))
+}
+
 /// The condition names an error that is a state to wait for, not a failure: the object is not there yet
 /// (`apierrors.IsNotFound(err)`), or one of the package's own sentinels (`errors.Is(err, errWaitInit)`), which
 /// the code raised to say what it waits for. A transient failure (`IsConflict`, `IsServerTimeout`) is not.

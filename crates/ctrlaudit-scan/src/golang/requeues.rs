@@ -75,6 +75,8 @@ impl Walk<'_, '_> {
         place: &Place,
         wrote_before: bool,
     ) -> Option<Requeue> {
+        // `return &ctrl.Result{RequeueAfter: d}, nil` from a helper returning `*ctrl.Result`.
+        let lit = syntax::strip_ref(lit);
         if lit.kind() != "composite_literal"
             || lit
                 .child_by_field_name("type")
