@@ -491,6 +491,7 @@ impl<'s, 't> Walk<'s, 't> {
                 }
             }
             self.client_args(&callee, &args);
+            self.object_handed_with_client(&callee, func, &args, place);
             let args = args.iter().map(|a| self.text_of(*a)).collect();
             self.f.calls.push(Call {
                 callee,

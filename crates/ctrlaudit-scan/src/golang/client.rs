@@ -3,7 +3,8 @@
 
 use super::body::{Place, Walk};
 use super::syntax::{self, Src, named_children, qualified, root_ident, strip_ref};
-use crate::sema::{ApiCall, ApiMethod};
+use crate::sema::{ApiArgCall, ApiCall, ApiMethod, Callee};
+use std::collections::HashSet;
 use tree_sitter::Node;
 
 impl Walk<'_, '_> {
@@ -291,6 +292,39 @@ impl Walk<'_, '_> {
         };
         let lower = name.to_ascii_lowercase();
         lower.contains("client") || lower.contains("reader") || lower.contains("writer")
+    }
+
+    /// A call of the module's function handed a client and objects of one known kind
+    /// (`kubeutil.PatchResource(original, restore, r.kbClient)`): if the join finds the function to be a thin
+    /// wrapper of one API call, this is that call, of that kind, made here (see `Unit::wrapped_calls`).
+    pub(super) fn object_handed_with_client(
+        &mut self,
+        callee: &Callee,
+        func: Node<'_>,
+        args: &[Node<'_>],
+        place: &Place,
+    ) {
+        // Once per deletion is not what the rules judge a call site for.
+        if place.deletion
+            || !args.iter().any(|a| {
+                matches!(a.kind(), "identifier" | "selector_expression") && self.is_client(*a)
+                    || self.is_client_accessor(*a)
+            })
+        {
+            return;
+        }
+        let kinds: HashSet<String> = args.iter().filter_map(|a| self.kind_of(*a)).collect();
+        let Ok([kind]) = <[String; 1]>::try_from(kinds.into_iter().collect::<Vec<_>>()) else {
+            return;
+        };
+        let call = self
+            .typed_call(func, ApiMethod::Get, Some(kind), place)
+            .with_method(());
+        self.f.api_arg_calls.push(ApiArgCall {
+            callee: callee.clone(),
+            passes_api: true,
+            call,
+        });
     }
 
     /// Is `n` a getter of a client (`mgr.GetClient()`, `r.GetClient()`, `mgr.GetAPIReader()`, `c.Client()`): a call

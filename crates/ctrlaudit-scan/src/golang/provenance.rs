@@ -15,6 +15,8 @@ const CLIENT_PKG: &str = "sigs.k8s.io/controller-runtime/pkg/client";
 pub(super) struct ClientFlow {
     /// Locals holding a client with no cache (`c, err := client.New(cfg, opts)`).
     uncached: HashSet<String>,
+    /// Locals holding a manager's informer cache (`c := mgr.GetCache()`).
+    cache: HashSet<String>,
     /// Locals holding what a function of the module returned (`rc, err := scope.RemoteClient()`).
     returned: HashMap<String, Callee>,
     /// Locals holding a list of objects (`[]client.Object{&corev1.Secret{}}`, grown by `append`): their kinds.
@@ -50,6 +52,9 @@ impl Walk<'_, '_> {
                 if self.clients.uncached.contains(name) {
                     return Some(ClientOrigin::Uncached);
                 }
+                if self.clients.cache.contains(name) {
+                    return Some(ClientOrigin::Cache);
+                }
                 if let Some(&i) = self.params.get(name) {
                     return Some(ClientOrigin::Param(i));
                 }
@@ -67,6 +72,12 @@ impl Walk<'_, '_> {
                         .is_some_and(|m| self.src.text(m) == "GetAPIReader"));
                 if made_uncached {
                     return Some(ClientOrigin::Uncached);
+                }
+                if f.kind() == "selector_expression"
+                    && f.child_by_field_name("field")
+                        .is_some_and(|m| self.src.text(m) == "GetCache")
+                {
+                    return Some(ClientOrigin::Cache);
                 }
                 self.callee(f).map(ClientOrigin::Returned)
             }
@@ -86,10 +97,14 @@ impl Walk<'_, '_> {
         for (n, v) in pairs.into_iter().filter(|(n, _)| n.kind() == "identifier") {
             let name = self.src.text(n).to_string();
             self.clients.uncached.remove(&name);
+            self.clients.cache.remove(&name);
             self.clients.returned.remove(&name);
             match self.client_origin(v) {
                 Some(ClientOrigin::Uncached) => {
                     self.clients.uncached.insert(name.clone());
+                }
+                Some(ClientOrigin::Cache) => {
+                    self.clients.cache.insert(name.clone());
                 }
                 Some(ClientOrigin::Returned(c)) => {
                     self.clients.returned.insert(name.clone(), c);
@@ -208,8 +223,9 @@ impl Walk<'_, '_> {
     /// A call of the module's function handing it a client with no cache, or a parameter passed on.
     pub(super) fn client_args(&mut self, callee: &Callee, args: &[Node<'_>]) {
         for (index, a) in args.iter().enumerate() {
-            if let Some(from @ (ClientOrigin::Uncached | ClientOrigin::Param(_))) =
-                self.client_origin(*a)
+            if let Some(
+                from @ (ClientOrigin::Uncached | ClientOrigin::Cache | ClientOrigin::Param(_)),
+            ) = self.client_origin(*a)
             {
                 self.f.client_args.push(ClientArg {
                     callee: callee.clone(),
@@ -229,7 +245,9 @@ impl Walk<'_, '_> {
             return;
         };
         match self.client_origin(first) {
-            Some(ClientOrigin::Uncached) => self.f.returns_client = Some(ClientOrigin::Uncached),
+            Some(o @ (ClientOrigin::Uncached | ClientOrigin::Cache)) => {
+                self.f.returns_client = Some(o)
+            }
             Some(o @ ClientOrigin::Returned(_)) if self.f.returns_client.is_none() => {
                 self.f.returns_client = Some(o);
             }
@@ -251,6 +269,9 @@ impl Walk<'_, '_> {
                 if self.clients.uncached.contains(name) {
                     return (true, None);
                 }
+                if self.clients.cache.contains(name) {
+                    return (false, Some(ClientRef::Cache));
+                }
                 let returned = self.clients.returned.get(name).cloned();
                 (false, returned.map(ClientRef::Returned))
             }
@@ -265,6 +286,9 @@ impl Walk<'_, '_> {
                 (false, r)
             }
             // `r.GetClient()`: what the module's getter returns, when the join traces it to a client with none.
+            "call_expression" if self.client_origin(recv) == Some(ClientOrigin::Cache) => {
+                (false, Some(ClientRef::Cache))
+            }
             "call_expression" => (
                 false,
                 recv.child_by_field_name("function")

@@ -14,6 +14,8 @@ pub enum ClientOrigin {
     Param(usize),
     /// What this function of the module returns.
     Returned(Callee),
+    /// A manager's informer cache as a reader (`mgr.GetCache()`): it serves every kind, unstructured ones too.
+    Cache,
 }
 
 /// A value stored in a struct field (`kubeClient: c` in a literal, `r.kubeClient = c`): the struct type's name,
@@ -43,6 +45,8 @@ pub enum ClientRef {
     Field(String, String),
     /// A local holding what this function returned (`rc, err := scope.RemoteClient(); rc.Get(..)`).
     Returned(Callee),
+    /// A manager's informer cache, here (`mgr.GetCache().Get(..)`, or a local holding it).
+    Cache,
 }
 
 /// One manager's client cache as a function sets it up (see [`FileModel::caches`]): the join gives its

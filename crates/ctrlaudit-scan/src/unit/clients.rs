@@ -7,16 +7,25 @@ use super::{FnId, Unit, package_dir};
 use crate::sema::{ApiCall, CacheSite, ClientOrigin, ClientRef};
 use std::collections::{HashMap, HashSet};
 
-/// What the join found to have no cache.
+/// Where the clients of one origin went: struct fields holding one, parameters some caller hands one, functions
+/// returning one.
+#[derive(Debug, Default)]
+pub(super) struct Traced {
+    /// (package directory, struct type, field).
+    fields: HashSet<(String, String, String)>,
+    /// (function, position). They only tell which fields a constructor fills with one; a read through a
+    /// parameter is judged cached (see `ClientRef`).
+    params: HashSet<(FnId, usize)>,
+    returns: HashSet<FnId>,
+}
+
+/// What the join found to have no cache, and what reads an informer cache whatever it is asked.
 #[derive(Debug, Default)]
 pub(super) struct UncachedClients {
-    /// Struct fields holding one: (package directory, struct type, field).
-    fields: HashSet<(String, String, String)>,
-    /// Parameters some caller hands one: (function, position). They only tell which fields a constructor fills
-    /// with one; a read through a parameter is judged cached (see `ClientRef`).
-    params: HashSet<(FnId, usize)>,
-    /// Functions returning one.
-    returns: HashSet<FnId>,
+    /// Clients made by `client.New` or taken from `GetAPIReader()`.
+    uncached: Traced,
+    /// Readers taken from `mgr.GetCache()`: the informers' cache itself, which serves unstructured objects too.
+    cache: Traced,
     /// Kinds the manager's client reads from the API server, for a function no manager's set-up was traced to.
     kinds: HashSet<String>,
     /// The same for the functions of the controllers set up where a manager's cache is (see `owned_caches`).
@@ -49,14 +58,22 @@ impl<'m> Unit<'m> {
             unstructured_cached: sites.iter().any(|(_, s)| s.unstructured),
             ..UncachedClients::default()
         };
+        u.uncached = self.trace(&ClientOrigin::Uncached);
+        u.cache = self.trace(&ClientOrigin::Cache);
+        u
+    }
+
+    /// Where clients of origin `seed` go, through constructors' parameters, struct fields and helpers' results.
+    fn trace(&self, seed: &ClientOrigin) -> Traced {
+        let mut t = Traced::default();
         for _ in 0..ROUNDS {
-            let before = (u.fields.len(), u.params.len(), u.returns.len());
+            let before = (t.fields.len(), t.params.len(), t.returns.len());
             let (mut fields, mut params, mut returns) = (Vec::new(), Vec::new(), Vec::new());
             for id in self.all_fns() {
                 let f = self.func(id);
                 if f.returns_client
                     .as_ref()
-                    .is_some_and(|o| self.origin_uncached(&u, id, o))
+                    .is_some_and(|o| self.origin_in(&t, seed, id, o))
                 {
                     returns.push(id);
                 }
@@ -64,28 +81,28 @@ impl<'m> Unit<'m> {
                 for s in f
                     .client_stores
                     .iter()
-                    .filter(|s| self.origin_uncached(&u, id, &s.from))
+                    .filter(|s| self.origin_in(&t, seed, id, &s.from))
                 {
                     fields.push((dir.to_string(), s.ty.clone(), s.field.clone()));
                 }
                 for a in f
                     .client_args
                     .iter()
-                    .filter(|a| self.origin_uncached(&u, id, &a.from))
+                    .filter(|a| self.origin_in(&t, seed, id, &a.from))
                 {
                     for target in self.resolve_callee(&a.callee, id.0) {
                         params.push((target, a.index));
                     }
                 }
             }
-            u.fields.extend(fields);
-            u.params.extend(params);
-            u.returns.extend(returns);
-            if before == (u.fields.len(), u.params.len(), u.returns.len()) {
+            t.fields.extend(fields);
+            t.params.extend(params);
+            t.returns.extend(returns);
+            if before == (t.fields.len(), t.params.len(), t.returns.len()) {
                 break;
             }
         }
-        u
+        t
     }
 
     fn cache_sites(&self) -> Vec<(FnId, &'m CacheSite)> {
@@ -136,18 +153,33 @@ impl<'m> Unit<'m> {
             .collect()
     }
 
-    fn origin_uncached(&self, u: &UncachedClients, id: FnId, o: &ClientOrigin) -> bool {
+    fn origin_in(&self, t: &Traced, seed: &ClientOrigin, id: FnId, o: &ClientOrigin) -> bool {
         match o {
-            ClientOrigin::Uncached => true,
-            ClientOrigin::Param(i) => u.params.contains(&(id, *i)),
+            ClientOrigin::Param(i) => t.params.contains(&(id, *i)),
             // Most stored values are some call's result: resolved only once some function returns a client.
             ClientOrigin::Returned(c) => {
-                !u.returns.is_empty()
+                !t.returns.is_empty()
                     && self
                         .resolve_callee(c, id.0)
                         .iter()
-                        .any(|t| u.returns.contains(t))
+                        .any(|f| t.returns.contains(f))
             }
+            o => o == seed,
+        }
+    }
+
+    /// Is the client of a call one that was traced to `t`?
+    fn traced_to(&self, t: &Traced, id: FnId, client: Option<&ClientRef>) -> bool {
+        match client {
+            None | Some(ClientRef::Cache) => false,
+            Some(ClientRef::Field(ty, field)) => {
+                let dir = package_dir(&self.files[id.0].path).to_string();
+                t.fields.contains(&(dir, ty.clone(), field.clone()))
+            }
+            Some(ClientRef::Returned(c)) => self
+                .resolve_callee(c, id.0)
+                .iter()
+                .any(|f| t.returns.contains(f)),
         }
     }
 
@@ -162,6 +194,12 @@ impl<'m> Unit<'m> {
     /// the join says it does: the kind is left out of the cache, or the client was traced to one with none.
     pub fn cache_left_out(&self, id: FnId, call: &ApiCall) -> Option<&'static str> {
         let u = &self.uncached;
+        // The informers' cache itself (`mgr.GetCache()`) serves every kind it is asked for.
+        if call.client == Some(ClientRef::Cache)
+            || self.traced_to(&u.cache, id, call.client.as_ref())
+        {
+            return None;
+        }
         if call.kind.as_deref() == Some(UNSTRUCTURED) && !u.unstructured_cached {
             return Some(
                 "the manager's client reads unstructured objects from the API server unless its cache options \
@@ -172,19 +210,9 @@ impl<'m> Unit<'m> {
         if call.kind.as_ref().is_some_and(|k| left_out.contains(k)) {
             return Some("the manager's client leaves this kind out of its cache (`DisableFor`)");
         }
-        let traced = match &call.client {
-            None => false,
-            Some(ClientRef::Field(ty, field)) => {
-                let dir = package_dir(&self.files[id.0].path).to_string();
-                u.fields.contains(&(dir, ty.clone(), field.clone()))
-            }
-            Some(ClientRef::Returned(c)) => self
-                .resolve_callee(c, id.0)
-                .iter()
-                .any(|t| u.returns.contains(t)),
-        };
-        traced.then_some(
-            "the client comes from `client.New` or `GetAPIReader()`, which have no cache",
-        )
+        self.traced_to(&u.uncached, id, call.client.as_ref())
+            .then_some(
+                "the client comes from `client.New` or `GetAPIReader()`, which have no cache",
+            )
     }
 }
