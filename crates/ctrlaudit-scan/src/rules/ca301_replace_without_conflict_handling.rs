@@ -80,15 +80,18 @@ fn racing_writers(cx: &Ctx<'_>) -> BTreeMap<String, Vec<String>> {
     let mut writers: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let mut reconciled = BTreeSet::new();
     let mut counted = BTreeSet::new();
-    // Two controllers of one kind in two packages (an operator's and the agent's it runs on each cluster) are two
-    // writers: each is named with its package.
-    let mut packages_of: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
-    for file in cx.unit.files.iter().filter(|f| f.lang == Lang::Go) {
-        for k in file.controllers.iter().filter_map(|c| c.kind.as_deref()) {
-            packages_of
-                .entry(k)
-                .or_default()
-                .insert(crate::unit::package_dir(&file.path));
+    // Two controllers of one kind (an operator's and the agent's it runs on each cluster; a status reconciler beside
+    // the main one) are two writers: each is then named by its reconciler.
+    let mut reconcilers_of: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (fi, file) in cx.unit.files.iter().enumerate().filter(|(_, f)| f.lang == Lang::Go) {
+        for c in &file.controllers {
+            if let (Some(k), Some(r)) = (&c.kind, cx.unit.reconcile_of(fi, c)) {
+                let dir = crate::unit::package_dir(&file.path);
+                reconcilers_of
+                    .entry(k.clone())
+                    .or_default()
+                    .insert(format!("{dir}/{r}"));
+            }
         }
     }
     for (fi, file) in cx.unit.files.iter().enumerate() {
@@ -105,11 +108,12 @@ fn racing_writers(cx: &Ctx<'_>) -> BTreeMap<String, Vec<String>> {
                 continue;
             };
             let who = match &c.kind {
-                Some(k) if packages_of.get(k.as_str()).is_some_and(|p| p.len() > 1) => {
+                Some(k) if reconcilers_of.get(k).is_some_and(|r| r.len() > 1) => {
+                    // `…/agent/controller` beside `…/reconciler`: the package tells two of one type name apart.
                     let dir = crate::unit::package_dir(&file.path);
-                    // `…/internal/cmd/agent/controller` → `agent/controller`: enough to tell them apart.
-                    let short = dir.rsplitn(3, '/').take(2).collect::<Vec<_>>();
-                    format!("the `{k}` controller of `{}`", short.into_iter().rev().collect::<Vec<_>>().join("/"))
+                    let pkg = dir.rsplit('/').next().unwrap_or(dir);
+                    let ty = reconcile.split("::").next().unwrap_or(&reconcile);
+                    format!("`{pkg}.{ty}`")
                 }
                 Some(k) => format!("the `{k}` controller"),
                 None => format!("`{reconcile}`"),
