@@ -440,6 +440,7 @@ impl<'s, 't> Walk<'s, 't> {
             self.f
                 .error_signs
                 .push(ErrorSign::Predicate(RETRY_ON_CONFLICT.into()));
+            self.retried_functions(&args);
         }
         if let Some((pkg, f)) = qualified(self.src, func)
             && self.imports.is(pkg, "k8s.io/apimachinery/pkg/api/errors")

@@ -3,7 +3,7 @@
 //! never a method of the module).
 
 use super::body::Walk;
-use crate::sema::Callee;
+use crate::sema::{Callee, RETRIED};
 use tree_sitter::Node;
 
 impl<'t> Walk<'_, 't> {
@@ -66,6 +66,26 @@ impl<'t> Walk<'_, 't> {
             _ => return None,
         };
         Some((on.to_string(), m))
+    }
+
+    /// `retry.RetryOnConflict(backoff, r.updateStatus)`, `retry.RetryOnConflict(backoff, r.update(ctx, req))`: the
+    /// module's function that is, or that returns, what the retry runs. Recorded as handed to
+    /// [`RETRIED`]: its calls are retried on conflict too.
+    pub(super) fn retried_functions(&mut self, args: &[Node<'_>]) {
+        for (i, a) in args.iter().enumerate().skip(1) {
+            let passed = match a.kind() {
+                "call_expression" => a
+                    .child_by_field_name("function")
+                    .and_then(|f| self.callee(f)),
+                "identifier" | "selector_expression" => self.callee(*a),
+                _ => None,
+            };
+            if let Some(p) = passed {
+                self.f
+                    .func_args
+                    .push((Callee::Path(RETRIED.to_string()), i, p));
+            }
+        }
     }
 
     /// A call of the module's own code, as the crate join resolves it; `None` for the standard library,

@@ -19,13 +19,17 @@ const WRITTEN_BY_THE_CLUSTER: &[(&str, &str)] = &[
 
 pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
     let racing = racing_writers(cx);
+    let retried = retried_fns(cx);
     for id in cx.unit.all_fns() {
         let func = cx.unit.func(id);
         // controller-runtime's workqueue never hands one object to two workers, and a 409 returned goes back
         // through its rate limiter: in Go a PUT races only with another writer of the same objects. A
         // `RetryOnConflict` covers the calls in it (`in_retry`), not the function's others.
         if cx.lang(id.0) == Lang::Go {
-            if !func.error_signs.iter().any(|s| s.tests_conflict()) && !func.clears_resource_version {
+            if !func.error_signs.iter().any(|s| s.tests_conflict())
+                && !func.clears_resource_version
+                && !retried.contains(&id)
+            {
                 go_check(cx, id, &racing, out);
             }
             continue;
@@ -69,6 +73,21 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
             ));
         }
     }
+}
+
+/// Go functions a conflict retry runs, or whose returned closure it runs: their PUTs are retried on 409.
+fn retried_fns(cx: &Ctx<'_>) -> BTreeSet<crate::unit::FnId> {
+    cx.unit
+        .all_fns()
+        .flat_map(|id| {
+            cx.unit
+                .func(id)
+                .func_args
+                .iter()
+                .filter(|(callee, _, _)| matches!(callee, crate::sema::Callee::Path(p) if p == crate::sema::RETRIED))
+                .flat_map(move |(_, _, passed)| cx.unit.resolve_callee(passed, id.0))
+        })
+        .collect()
 }
 
 /// The kinds whose objects more than one writer changes, with who they are: a kind some Controller of the unit

@@ -209,6 +209,10 @@ pub enum ErrorSign {
 /// a 409 (`in_retry`), the function's others need not.
 pub const RETRY_ON_CONFLICT: &str = "retry_on_conflict";
 
+/// The callee a Go function is recorded as handed to (`FnModel::func_args`) when a conflict retry runs it, or
+/// the closure it returns (`retry.RetryOnConflict(backoff, r.update(ctx, req))`).
+pub const RETRIED: &str = "k8s.io/client-go/util/retry::RetryOnConflict";
+
 impl ErrorSign {
     /// Tests for a 409 itself (`apierrors.IsConflict(err)`), which may be of any of the function's calls.
     pub fn tests_conflict(&self) -> bool {
