@@ -307,7 +307,7 @@ impl Walk<'_, '_> {
         // Once per deletion is not what the rules judge a call site for.
         if place.deletion
             || !args.iter().any(|a| {
-                matches!(a.kind(), "identifier" | "selector_expression") && self.is_client(*a)
+                (matches!(a.kind(), "identifier" | "selector_expression") && self.is_client(*a))
                     || self.is_client_accessor(*a)
             })
         {

@@ -285,10 +285,11 @@ impl Walk<'_, '_> {
                     .map(|(f, ty)| ClientRef::Field(ty, self.src.text(f).to_string()));
                 (false, r)
             }
-            // `r.GetClient()`: what the module's getter returns, when the join traces it to a client with none.
+            // `mgr.GetCache().Get(..)`: the informer cache itself.
             "call_expression" if self.client_origin(recv) == Some(ClientOrigin::Cache) => {
                 (false, Some(ClientRef::Cache))
             }
+            // `r.GetClient()`: what the module's getter returns, when the join traces it to a client with none.
             "call_expression" => (
                 false,
                 recv.child_by_field_name("function")
