@@ -129,8 +129,7 @@ fn racing_writers(cx: &Ctx<'_>) -> BTreeMap<String, Vec<String>> {
             let who = match &c.kind {
                 Some(k) if reconcilers_of.get(k).is_some_and(|r| r.len() > 1) => {
                     // `…/agent/controller` beside `…/reconciler`: the package tells two of one type name apart.
-                    let dir = crate::unit::package_dir(&file.path);
-                    let pkg = dir.rsplit('/').next().unwrap_or(dir);
+                    let pkg = crate::unit::module_of(&file.path);
                     let ty = reconcile.split("::").next().unwrap_or(&reconcile);
                     format!("`{pkg}.{ty}`")
                 }

@@ -118,27 +118,33 @@ impl<'m> Unit<'m> {
     /// that Controller is (in the function building the manager, or one it calls: `SetupWithManager(mgr)`)
     /// leaves out. A function of two managers' Controllers gets the kinds both leave out.
     fn owned_caches(&self, sites: &[(FnId, &CacheSite)]) -> HashMap<FnId, HashSet<String>> {
-        let mut owners: HashMap<FnId, Vec<usize>> = HashMap::new();
         if sites.iter().all(|(_, s)| s.disabled.is_empty()) {
             return HashMap::new();
         }
+        // Which sites set up each Controller (by file and index), then each Controller's reach once.
+        let mut set_up_by: HashMap<(usize, usize), Vec<usize>> = HashMap::new();
         for (si, (at, _)) in sites.iter().enumerate() {
             let reached: HashSet<FnId> = self.reach_from(*at).into_iter().collect();
             for (fi, file) in self.files.iter().enumerate() {
-                for c in &file.controllers {
-                    if !self
+                for (ci, c) in file.controllers.iter().enumerate() {
+                    if self
                         .fn_at(fi, c.span.line)
                         .is_some_and(|b| reached.contains(&b))
                     {
-                        continue;
-                    }
-                    for id in self.reach_of(fi, c).into_iter().flatten() {
-                        let o = owners.entry(id).or_default();
-                        if !o.contains(&si) {
-                            o.push(si);
-                        }
+                        set_up_by.entry((fi, ci)).or_default().push(si);
                     }
                 }
+            }
+        }
+        let mut owners: HashMap<FnId, Vec<usize>> = HashMap::new();
+        for ((fi, ci), by) in set_up_by {
+            // A site listed twice intersects the same kinds twice: no need to keep them distinct.
+            for id in self
+                .reach_of(fi, &self.files[fi].controllers[ci])
+                .into_iter()
+                .flatten()
+            {
+                owners.entry(id).or_default().extend(&by);
             }
         }
         owners

@@ -473,7 +473,7 @@ pub(crate) fn package_dir(path: &str) -> &str {
 
 /// The module a source file is: `src/operator/resources.rs` → `resources`, `src/operator/mod.rs` → `operator`; a Go
 /// file is of the package its directory is (`internal/util/names.go` → `util`).
-fn module_of(path: &str) -> &str {
+pub(crate) fn module_of(path: &str) -> &str {
     let p = std::path::Path::new(path);
     if path.ends_with(".go") {
         return p
