@@ -81,8 +81,7 @@ pub(super) struct Walk<'s, 't> {
     pub(super) queue_seen: HashSet<(String, &'static str)>,
     /// Locals holding a metric label set, with the values put in it so far (see `labels`).
     pub(super) label_sets: HashMap<String, Vec<(crate::finding::Span, crate::sema::TextExpr)>>,
-    /// See `FileModel::func_fields`.
-    pub(super) func_fields: Vec<(String, Callee)>,
+    pub(super) func_fields: Vec<(String, Callee)>, // as `FileModel::func_fields`
     pub(super) clients: super::provenance::ClientFlow,
     /// Phase arms whose code moved the object out of their phase so far (see `phases`).
     pub(super) phase_moved: Vec<Vec<String>>,
@@ -92,6 +91,8 @@ pub(super) struct Walk<'s, 't> {
     pub(super) local_types: HashMap<String, crate::sema::TypeRef>,
     /// Slices and maps by name → the type of their elements.
     pub(super) local_elems: HashMap<String, crate::sema::TypeRef>,
+    /// Range variables → their items' kind, for API calls only (`locals` also tells CA402 what an object is).
+    pub(super) range_kinds: HashMap<String, String>,
     /// Locals bound to a requeue (`rr := ctrl.Result{RequeueAfter: d}`) and not assigned since (see `requeues`).
     pub(super) result_locals: HashMap<String, crate::sema::Requeue>,
 }
@@ -134,6 +135,7 @@ pub(super) fn function(
         local_packages: HashMap::new(),
         local_types: HashMap::new(),
         local_elems: HashMap::new(),
+        range_kinds: HashMap::new(),
         result_locals: HashMap::new(),
     };
     if let Some(list) = decl.child_by_field_name("parameters") {

@@ -349,7 +349,24 @@ impl Walk<'_, '_> {
             "composite_literal" => obj
                 .child_by_field_name("type")
                 .map(|t| syntax::base_type(self.src, t)),
-            "identifier" => self.locals.get(self.src.text(obj)).cloned(),
+            "identifier" => {
+                let name = self.src.text(obj);
+                self.locals
+                    .get(name)
+                    .or_else(|| self.range_kinds.get(name))
+                    .cloned()
+            }
+            // `&jobs.Items[i]`, `activeJobs[i]`: an item of a list or an element of a typed slice.
+            "index_expression" => {
+                let of = obj.child_by_field_name("operand")?;
+                match of.kind() {
+                    "identifier" => self
+                        .local_elems
+                        .get(self.src.text(of))
+                        .map(|r| r.name.clone()),
+                    _ => self.items_kind(of),
+                }
+            }
             // `e.Object.(*v1.PaddleJob)`.
             "type_assertion_expression" => obj
                 .child_by_field_name("type")

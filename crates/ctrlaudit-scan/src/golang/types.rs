@@ -147,11 +147,38 @@ impl Walk<'_, '_> {
             .flatten();
         if let Some(value) = names.get(1) {
             let name = self.src.text(*value).to_string();
+            // The kind an API call on the value names: a slice's element (`[]*batchv1.Job`), or the item of a
+            // list's `Items` (`jobs.Items` of a `batchv1.JobList`).
+            match elem
+                .as_ref()
+                .map(|r| r.name.clone())
+                .or_else(|| self.items_kind(right))
+            {
+                Some(k) => self.range_kinds.insert(name.clone(), k),
+                None => self.range_kinds.remove(&name),
+            };
             match elem {
                 Some(r) => self.local_types.insert(name, r),
                 None => self.local_types.remove(&name),
             };
         }
+    }
+
+    /// `list.Items` of a local holding a list kind (`var jobs batchv1.JobList`): the kind of its items.
+    pub(super) fn items_kind(&self, n: Node<'_>) -> Option<String> {
+        if n.kind() != "selector_expression"
+            || n.child_by_field_name("field")
+                .is_none_or(|f| self.src.text(f) != "Items")
+        {
+            return None;
+        }
+        let list = n
+            .child_by_field_name("operand")
+            .filter(|o| o.kind() == "identifier")?;
+        let kind = self.locals.get(self.src.text(list))?;
+        kind.strip_suffix("List")
+            .filter(|k| !k.is_empty())
+            .map(str::to_string)
     }
 
     /// A call `x.M(..)` or `x.f.M(..)` on a value whose type is declared: that type's method.

@@ -165,7 +165,8 @@ fn racing_writers(cx: &Ctx<'_>) -> BTreeMap<String, Vec<String>> {
     out
 }
 
-/// Records `who` as a writer of each kind the functions `fns` write (deletion paths aside).
+/// Records `who` as a writer of each kind the functions `fns` update or patch (deletion paths aside): a create
+/// fails on an object that exists and a delete removes it, so neither moves the resourceVersion a PUT carries.
 fn record_writes(
     cx: &Ctx<'_>,
     fns: Vec<crate::unit::FnId>,
@@ -174,7 +175,8 @@ fn record_writes(
 ) {
     for id in fns {
         for call in cx.unit.api_calls(id) {
-            if call.is_write() && !call.on_deletion
+            if matches!(call.method.verb(), Verb::Update | Verb::Patch)
+                && !call.on_deletion
                 && let Some(k) = &call.kind
             {
                 writers.entry(k.clone()).or_default().insert(who.to_string());

@@ -367,6 +367,20 @@ impl<'m> Unit<'m> {
                 }
             }
         }
+        // knative.dev/pkg's generated reconcilers (Tekton, Knative) fetch each queued object from their lister and
+        // run the module's `ReconcileKind(ctx, *T) reconciler.Event` on it, or `FinalizeKind` while it is deleted.
+        for (fi, f) in self
+            .files
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| !f.library && f.lang == crate::sema::Lang::Go)
+        {
+            for (ni, func) in f.fns.iter().enumerate() {
+                if is_knative_reconcile(func) {
+                    roots.insert((fi, ni), ());
+                }
+            }
+        }
         // A reconciler's method handed on as a value (`dc.Register(ctx, gvr, c.Reconcile)`): a dynamic controller's
         // registry runs it for each queued request, as the manager runs a Controller's reconcile.
         for (fi, f) in self.files.iter().enumerate().filter(|(_, f)| !f.library) {
@@ -498,4 +512,15 @@ pub(crate) fn module_of(path: &str) -> &str {
 fn is_test_double_package(dir: &str) -> bool {
     let last = dir.rsplit('/').next().unwrap_or(dir).to_ascii_lowercase();
     last.starts_with("fake") || last.starts_with("mock")
+}
+
+/// knative.dev/pkg's reconciler methods: `ReconcileKind`/`FinalizeKind` of a receiver, taking the context and a
+/// pointer to the object and returning the generated reconciler's `reconciler.Event`.
+fn is_knative_reconcile(func: &FnModel) -> bool {
+    func.self_ty.is_some()
+        && matches!(func.name.as_str(), "ReconcileKind" | "FinalizeKind")
+        && func
+            .signature
+            .strip_prefix("Context,*")
+            .is_some_and(|rest| rest.ends_with("->Event") && !rest.contains(','))
 }
