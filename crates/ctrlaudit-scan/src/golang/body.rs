@@ -3,8 +3,8 @@
 //! that a later write of that object carries, calls of the module's own functions, and error signs.
 
 use super::branches::{
-    self, acts, deletion_branches, guard, is_error_kind_test, is_statement, never_retries,
-    returns_err, returns_err_on_error, skips_when_unchanged, tests_error, waits_for_state,
+    self, acts, deletion_branches, drops_err, drops_result, guard, is_error_kind_test,
+    is_statement, never_retries, skips_when_unchanged, tests_error, waits_for_state,
 };
 use super::client::object_arg;
 use super::syntax::{self, Src, named_children, qualified, root_ident, snake};
@@ -215,13 +215,9 @@ impl<'s, 't> Walk<'s, 't> {
                     ..place.into_owned()
                 });
             }
-            // `err := r.Update(..)` then `if err != nil { return …, err }`: the write's error is propagated.
-            if let Some(next) = stmts.get(i + 1)
-                && matches!(s.kind(), "short_var_declaration" | "assignment_statement")
-                && returns_err_on_error(self.src, *next)
-            {
+            if drops_result(self.src, *s, stmts.get(i + 1..).unwrap_or_default()) {
                 for c in &mut self.f.api_calls[before..] {
-                    c.propagated = true;
+                    c.propagated = false;
                 }
             }
             wrote |= self.f.api_calls[before..].iter().any(ApiCall::is_write);
@@ -325,9 +321,10 @@ impl<'s, 't> Walk<'s, 't> {
                     .is_some_and(|b| acts(self.src, b)));
         let (del_then, del_else) = deletion_branches(&cond_text);
         if let Some(cons) = s.child_by_field_name("consequence") {
-            if is_err && returns_err(self.src, cons) {
+            // `if err := r.Update(..); err != nil { log… }`: the write's error is dropped.
+            if is_err && drops_err(self.src, cons) {
                 for c in &mut self.f.api_calls[before..] {
-                    c.propagated = true;
+                    c.propagated = false;
                 }
             }
             let inner = Place {

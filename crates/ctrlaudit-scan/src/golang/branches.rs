@@ -149,14 +149,43 @@ pub(super) fn waits_for_state(cond: &str) -> bool {
         })
 }
 
-/// `if err != nil { return …, err }`.
-pub(super) fn returns_err_on_error(src: &Src<'_>, s: Node<'_>) -> bool {
-    s.kind() == "if_statement"
-        && s.child_by_field_name("initializer").is_none()
-        && s.child_by_field_name("condition")
-            .is_some_and(|c| src.compact(c, 60) == "err != nil")
-        && s.child_by_field_name("consequence")
-            .is_some_and(|b| returns_err(src, b))
+/// A branch on an error that drops it: no `return` and nothing keeps `err` (an assignment such as
+/// `errs = append(errs, err)`, a send); it logs, records an event, or goes on.
+pub(super) fn drops_err(src: &Src<'_>, block: Node<'_>) -> bool {
+    !syntax::any_node(block, &mut |n| {
+        n.kind() == "return_statement"
+            || (matches!(
+                n.kind(),
+                "assignment_statement" | "short_var_declaration" | "send_statement"
+            ) && src
+                .text(n)
+                .split(|c: char| !c.is_alphanumeric() && c != '_')
+                .any(|w| w == "err"))
+    })
+}
+
+/// A statement whose calls' errors are dropped: a call whose result is not kept (`r.Update(..)`, `_ =
+/// r.Update(..)`), or an assignment followed by an `if err != nil { … }` that drops it (see [`drops_err`]) and
+/// no later `return` of `err` in the block (`if err != nil { log } else { … }; return ok, err`). A statement
+/// holding a closure is not judged: its calls run elsewhere.
+pub(super) fn drops_result(src: &Src<'_>, s: Node<'_>, after: &[Node<'_>]) -> bool {
+    let assigns = matches!(s.kind(), "short_var_declaration" | "assignment_statement");
+    let returned_later = after
+        .iter()
+        .skip(1)
+        .any(|n| n.kind() == "return_statement" && returns_err(src, *n));
+    let checked_then_dropped = !returned_later
+        && after.first().is_some_and(|n| {
+            n.kind() == "if_statement"
+                && n.child_by_field_name("initializer").is_none()
+                && n.child_by_field_name("condition")
+                    .is_some_and(|c| src.compact(c, 60) == "err != nil")
+                && n.child_by_field_name("consequence")
+                    .is_some_and(|b| drops_err(src, b))
+        });
+    !syntax::any_node(s, &mut |n| n.kind() == "func_literal")
+        && (s.kind() == "expression_statement"
+            || (assigns && (src.text(s).starts_with("_ =") || checked_then_dropped)))
 }
 
 pub(super) fn is_statement(n: Node<'_>) -> bool {

@@ -252,7 +252,8 @@ impl Walk<'_, '_> {
             body_has_status: false,
             awaited_in_iteration: false,
             in_retry: place.in_retry,
-            propagated: false,
+            // Until the walk finds it dropped (see `body::block`).
+            propagated: true,
             on_error: place.on_error,
             after_change_on_branch: false,
             on_branch: place.branch,

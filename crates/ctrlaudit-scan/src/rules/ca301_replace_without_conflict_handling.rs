@@ -7,13 +7,18 @@ use crate::sema::{Lang, Verb};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Built-in kinds whose objects the cluster's own agents write all the time, and who: the kubelet updates every
-/// Pod's and Node's status, Kubernetes' Job controller a Job's as its pods start and finish, the quota controller
-/// a ResourceQuota's usage as objects come and go. Each write bumps the resourceVersion a PUT of the whole object
-/// carries.
+/// Pod's and Node's status, Kubernetes' Job controller a Job's as its pods start and finish, the workload
+/// controllers a Deployment's, StatefulSet's, DaemonSet's or ReplicaSet's as its pods become ready, the quota
+/// controller a ResourceQuota's usage as objects come and go. Each write bumps the resourceVersion a PUT of the
+/// whole object carries.
 const WRITTEN_BY_THE_CLUSTER: &[(&str, &str)] = &[
     ("Pod", "the kubelet"),
     ("Node", "the kubelet"),
     ("Job", "Kubernetes' Job controller"),
+    ("Deployment", "Kubernetes' Deployment controller"),
+    ("StatefulSet", "Kubernetes' StatefulSet controller"),
+    ("DaemonSet", "Kubernetes' DaemonSet controller"),
+    ("ReplicaSet", "Kubernetes' ReplicaSet controller"),
     ("ResourceQuota", "Kubernetes' resource quota controller"),
 ];
 
@@ -196,13 +201,26 @@ fn go_check(
     if !cx.reach.contains_key(&id) {
         return;
     }
-    for call in cx.unit.api_calls(id) {
-        if call.method.verb() != Verb::Update || call.in_retry || call.on_deletion {
+    let calls: Vec<&crate::sema::ApiCall> = cx.unit.api_calls(id).collect();
+    for call in calls.iter().copied() {
+        // An error only logged loses the write, but fails no reconcile: the rule is about 409s returned.
+        if call.method.verb() != Verb::Update || call.in_retry || call.on_deletion || !call.propagated {
             continue;
         }
         let Some((kind, who)) = call.kind.as_deref().and_then(|k| racing.get_key_value(k)) else {
             continue;
         };
+        // Read from the API server just before (a clientset `Get`, not the cache): the PUT carries the
+        // resourceVersion of that moment, and only a write in between the two requests makes it fail.
+        let fresh = calls.iter().any(|r| {
+            r.method.verb() == Verb::Get
+                && r.kind == call.kind
+                && r.span.line < call.span.line
+                && !cx.unit.reads_cache(id, r)
+        });
+        if fresh {
+            continue;
+        }
         let when = cx.when_call(id, call);
         let mut f = finding(
             &crate::registry::CA301,
