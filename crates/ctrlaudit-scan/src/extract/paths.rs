@@ -119,6 +119,7 @@ impl<'ast> Extractor<'_, 'ast> {
             },
             never_retries: false,
             on_goroutine: false,
+            handed_on: false,
         };
         let name = callee.name().to_string();
         let Some(f) = self.fns.last_mut() else {

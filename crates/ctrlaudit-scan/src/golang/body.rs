@@ -511,6 +511,7 @@ impl<'s, 't> Walk<'s, 't> {
                     phase_arm: place.phase_arm.clone(),
                     never_retries: once,
                     on_goroutine: place.detached,
+                    handed_on: n.parent().is_some_and(|a| a.kind() == "argument_list"),
                     ..Default::default()
                 },
             });

@@ -336,6 +336,8 @@ pub struct CallCtx {
     pub never_retries: bool,
     /// Made by a `go` statement the function does not join (`go h.scaleLoop(so)`): off the worker.
     pub on_goroutine: bool,
+    /// Its result goes straight into another call (`c.AddFunc(spec, a.tick(..))`): a closure returned runs there.
+    pub handed_on: bool,
 }
 
 /// A catch-all match arm that hands the rest to a function: `_ => super::reconcile_apply(obj, ctx).await`.

@@ -182,11 +182,22 @@ impl Unit<'_> {
                 // Once per deletion, not on a reconcile pass.
                 CallPath::Deletion => false,
             };
+            // A function whose returned closure goes straight to another call (a cron job, an event receiver)
+            // runs that closure's waits on the taker's time: the worker waits for none of them.
+            let hands_closure = |c: &Call, callee: &FnId| {
+                edges == Edges::Waiting
+                    && c.ctx.handed_on
+                    && self.func(*callee).signature.contains("->func(")
+            };
             let callees: Vec<FnId> = f
                 .calls
                 .iter()
                 .filter(followed)
-                .flat_map(|c| self.resolve_call(c, id))
+                .flat_map(|c| {
+                    self.resolve_call(c, id)
+                        .into_iter()
+                        .filter(move |callee| !hands_closure(c, callee))
+                })
                 .collect();
             for callee in callees {
                 if seen.contains_key(&callee) {
