@@ -231,3 +231,34 @@ fn calls_on_declared_types_name_the_type_and_signatures_drop_qualifiers() {
         .collect();
     assert_eq!(fields, [("getter", "Getter"), ("clock", "Time")]);
 }
+
+#[test]
+fn a_write_error_dropped_is_not_propagated_and_ranges_type_their_items() {
+    let m = model(
+        "func (r *WidgetReconciler) sync(ctx context.Context, list *appv1.WidgetList) (bool, error) {\n\
+         \t_ = r.Update(ctx, &list.Items[0])\n\
+         \tr.Update(ctx, &list.Items[1])\n\
+         \tif err := r.Update(ctx, &list.Items[2]); err != nil {\n\t\tctrl.Log.Error(err, \"update\")\n\t}\n\
+         \tfor _, w := range list.Items {\n\
+         \t\tif err := r.Update(ctx, &w); err != nil {\n\t\t\treturn false, err\n\t\t}\n\t}\n\
+         \terr := r.Update(ctx, &list.Items[3])\n\
+         \tif err != nil {\n\t\tctrl.Log.Error(err, \"update\")\n\t}\n\
+         \treturn true, err\n}\n",
+    );
+    let calls: Vec<(Option<&str>, bool)> = m.fns[0]
+        .api_calls
+        .iter()
+        .map(|c| (c.kind.as_deref(), c.propagated))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            (Some("Widget"), false),
+            (Some("Widget"), false),
+            (Some("Widget"), false),
+            (Some("Widget"), true),
+            // Logged, then returned after the branch.
+            (Some("Widget"), true),
+        ]
+    );
+}

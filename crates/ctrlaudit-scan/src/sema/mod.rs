@@ -415,7 +415,7 @@ pub struct ApiCall<M = ApiMethod> {
     pub awaited_in_iteration: bool,
     /// Inside `loop`/`while` (a retry shape) or a closure handed to a retry helper.
     pub in_retry: bool,
-    /// The error is propagated with `?`, `unwrap()` or `expect()`.
+    /// The error is propagated with `?`, `unwrap()` or `expect()` (Go: not dropped, see `branches::drops_result`).
     pub propagated: bool,
     /// On an error path (see `Requeue::on_error`): a create → 409 → get arm, a fallback after a failure.
     pub on_error: bool,
