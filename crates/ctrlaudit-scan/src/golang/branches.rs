@@ -46,12 +46,15 @@ pub(super) fn deletion_branches(cond: &str) -> (bool, bool) {
 /// The block returns the error (`return ctrl.Result{}, err`, `return err`).
 pub(super) fn returns_err(src: &Src<'_>, block: Node<'_>) -> bool {
     syntax::any_node(block, &mut |n| {
-        n.kind() == "return_statement"
-            && src
-                .text(n)
-                .split(|c: char| !c.is_alphanumeric() && c != '_')
-                .any(|w| w == "err")
+        n.kind() == "return_statement" && mentions_err(src, n)
     })
+}
+
+/// The node's text names `err` as a word (not `errs`, `reterr`).
+fn mentions_err(src: &Src<'_>, n: Node<'_>) -> bool {
+    src.text(n)
+        .split(|c: char| !c.is_alphanumeric() && c != '_')
+        .any(|w| w == "err")
 }
 
 /// The block does something before it goes on: it calls an operation (a call whose first argument is a
@@ -157,10 +160,7 @@ pub(super) fn drops_err(src: &Src<'_>, block: Node<'_>) -> bool {
             || (matches!(
                 n.kind(),
                 "assignment_statement" | "short_var_declaration" | "send_statement"
-            ) && src
-                .text(n)
-                .split(|c: char| !c.is_alphanumeric() && c != '_')
-                .any(|w| w == "err"))
+            ) && mentions_err(src, n))
     })
 }
 

@@ -360,23 +360,11 @@ impl<'m> Unit<'m> {
             }
         }
         // client-go controllers: a workqueue's worker runs each queued object through its sync handler.
-        for (fi, f) in self.files.iter().enumerate().filter(|(_, f)| !f.library) {
-            for (ni, func) in f.fns.iter().enumerate() {
-                if func.works_queue {
-                    roots.insert((fi, ni), ());
-                }
-            }
-        }
         // knative.dev/pkg's generated reconcilers (Tekton, Knative) fetch each queued object from their lister and
         // run the module's `ReconcileKind(ctx, *T) reconciler.Event` on it, or `FinalizeKind` while it is deleted.
-        for (fi, f) in self
-            .files
-            .iter()
-            .enumerate()
-            .filter(|(_, f)| !f.library && f.lang == crate::sema::Lang::Go)
-        {
+        for (fi, f) in self.files.iter().enumerate().filter(|(_, f)| !f.library) {
             for (ni, func) in f.fns.iter().enumerate() {
-                if is_knative_reconcile(func) {
+                if func.works_queue || is_knative_reconcile(func) {
                     roots.insert((fi, ni), ());
                 }
             }
@@ -515,7 +503,8 @@ fn is_test_double_package(dir: &str) -> bool {
 }
 
 /// knative.dev/pkg's reconciler methods: `ReconcileKind`/`FinalizeKind` of a receiver, taking the context and a
-/// pointer to the object and returning the generated reconciler's `reconciler.Event`.
+/// pointer to the object and returning the generated reconciler's `reconciler.Event` (a Go signature: a Rust
+/// function has none).
 fn is_knative_reconcile(func: &FnModel) -> bool {
     func.self_ty.is_some()
         && matches!(func.name.as_str(), "ReconcileKind" | "FinalizeKind")
