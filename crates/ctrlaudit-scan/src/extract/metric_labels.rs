@@ -22,7 +22,27 @@ impl<'ast> Extractor<'_, 'ast> {
             bound_to,
             in_fn,
             formats_enum,
+            metric: None,
         });
+    }
+
+    /// A metric vector's `with_label_values(&[..])` / a `Family`'s `get_or_create(&labels)`: the label values, for
+    /// the metric named by the receiver's last name; `remove_label_values(&[..])` deletes one of its series.
+    pub(super) fn check_metric_call(&mut self, method: &str, receiver: &Expr, args: &Args) {
+        let metric = metric_name(receiver);
+        match method {
+            "with_label_values" | "get_or_create" => {
+                let from = self.model.metric_label_values.len();
+                for a in args {
+                    self.check_labels(a);
+                }
+                for l in &mut self.model.metric_label_values[from..] {
+                    l.metric.clone_from(&metric);
+                }
+            }
+            "remove_label_values" => self.model.dropped_series.extend(metric),
+            _ => {}
+        }
     }
 
     pub(super) fn check_labels(&mut self, arg: &Expr) {
@@ -87,5 +107,22 @@ impl<'ast> Extractor<'_, 'ast> {
                 }
             }
         }
+    }
+}
+
+type Args = syn::punctuated::Punctuated<Expr, syn::Token![,]>;
+
+/// The last name of a metric's path: `RECONCILES` of `RECONCILES.with_label_values(..)`, `reconciles` of
+/// `self.metrics.reconciles.with_label_values(..)`.
+fn metric_name(e: &Expr) -> Option<String> {
+    match e {
+        Expr::Path(p) => p.path.segments.last().map(|s| s.ident.to_string()),
+        Expr::Field(f) => match &f.member {
+            syn::Member::Named(n) => Some(n.to_string()),
+            syn::Member::Unnamed(_) => None,
+        },
+        Expr::Reference(r) => metric_name(&r.expr),
+        Expr::Paren(p) => metric_name(&p.expr),
+        _ => None,
     }
 }

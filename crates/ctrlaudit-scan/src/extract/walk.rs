@@ -303,12 +303,7 @@ impl<'ast> Visit<'ast> for Extractor<'_, 'ast> {
             }
         }
         self.record_resolved_call(Callee::Method(method.clone()), m.method.span());
-        // Metric label values.
-        if method == "with_label_values" || method == "get_or_create" {
-            for a in &m.args {
-                self.check_labels(a);
-            }
-        }
+        self.check_metric_call(&method, &m.receiver, &m.args);
         // The closure of an error-mapping method runs on the error path only.
         let error_args = match method.as_str() {
             "map_err" | "or_else" | "unwrap_or_else" | "inspect_err" => m.args.len(),

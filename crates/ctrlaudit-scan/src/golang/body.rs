@@ -71,7 +71,7 @@ pub(super) struct Walk<'s, 't> {
     pub(super) builders: HashMap<String, Vec<controllers::Step>>,
     pub(super) controllers: Vec<crate::sema::ControllerModel>,
     /// Values handed to metric labels (see `labels`).
-    pub(super) model_labels: Vec<crate::sema::LabelValue>,
+    pub(super) model_labels: super::labels::MetricFacts,
     /// The function's parameters by name: their position (the receiver not counted).
     pub(super) params: HashMap<String, usize>,
     /// Locals and parameters holding a client-go typed client (`secrets := cs.CoreV1().Secrets(ns)`, `sc
@@ -124,7 +124,7 @@ pub(super) fn function(
         f,
         builders: HashMap::new(),
         controllers: Vec::new(),
-        model_labels: Vec::new(),
+        model_labels: Default::default(),
         params: HashMap::new(),
         typed_clients: HashMap::new(),
         queue_seen: HashSet::new(),
@@ -156,7 +156,8 @@ pub(super) fn function(
         }
     }
     model.controllers.append(&mut w.controllers);
-    model.metric_label_values.append(&mut w.model_labels);
+    model.metric_label_values.append(&mut w.model_labels.values);
+    model.dropped_series.append(&mut w.model_labels.dropped);
     model.func_fields.append(&mut w.func_fields);
     model.caches.append(&mut w.clients.caches);
     w.f.works_queue = w

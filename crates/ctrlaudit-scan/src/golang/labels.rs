@@ -7,6 +7,13 @@ use crate::finding::Span;
 use crate::sema::{LabelValue, TextExpr, TextSource};
 use tree_sitter::Node;
 
+/// What a function tells of metrics: the values it hands to labels, and the metrics whose series it deletes.
+#[derive(Default)]
+pub(super) struct MetricFacts {
+    pub(super) values: Vec<LabelValue>,
+    pub(super) dropped: Vec<String>,
+}
+
 /// The identity fields of an object and of a reconcile request.
 const IDENTITY_FIELDS: &[&str] = &["Name", "Namespace", "UID", "NamespacedName"];
 /// metav1.Object's identity getters.
@@ -22,10 +29,36 @@ impl Walk<'_, '_> {
         let method = func
             .child_by_field_name("field")
             .map_or("", |f| self.src.text(f));
+        // The metric by the last name of its path: `stats.poolCapacity`, `r.metrics.reconciles`; not a local (`h`
+        // of `if h, ok := m.metrics[k].(*prometheus.HistogramVec)`), whose name says nothing of which metric it is.
+        let metric = func
+            .child_by_field_name("operand")
+            .filter(|o| o.kind() != "identifier" || !declared_in_fn(self.src, *o))
+            .map(|o| {
+                let o = o.child_by_field_name("field").unwrap_or(o);
+                self.src.text(o).to_string()
+            });
+        let labels_arg = args.first().is_some_and(|a| {
+            let a = strip_ref(*a);
+            self.is_label_set(a)
+                || (a.kind() == "identifier" && self.label_sets.contains_key(self.src.text(a)))
+        });
+        // `vec.DeleteLabelValues(ns, name)`, `vec.Delete(prometheus.Labels{..})`, `vec.Reset()`: series go with
+        // their object, or all at once before the live ones are set again.
+        let drops = match method {
+            "DeleteLabelValues" | "DeletePartialMatch" => true,
+            "Delete" => labels_arg,
+            "Reset" => args.is_empty(),
+            _ => false,
+        };
+        if drops && let Some(m) = &metric {
+            self.model_labels.dropped.push(m.clone());
+            return;
+        }
         let set = match (method, args) {
             ("WithLabelValues" | "GetMetricWithLabelValues", _) => {
                 for v in args {
-                    self.label_value(*v);
+                    self.label_value(*v, metric.clone());
                 }
                 return;
             }
@@ -41,32 +74,39 @@ impl Walk<'_, '_> {
             && let Some(values) = self.label_sets.get(self.src.text(set))
         {
             for (span, value) in values.clone() {
-                self.push_label(span, value, None);
+                self.push_label(span, value, None, metric.clone());
             }
             return;
         }
         // Only a label set (`prometheus.Labels{..}`, `map[string]string{..}`, or one handed to a helper that
         // refines it): a logger's `With(..)` is no metric.
         for v in self.label_literals(set, true) {
-            self.label_value(v);
+            self.label_value(v, metric.clone());
         }
     }
 
-    fn label_value(&mut self, v: Node<'_>) {
+    fn label_value(&mut self, v: Node<'_>, metric: Option<String>) {
         let value = self.text_of(v);
         let bound_to = (v.kind() == "identifier")
             .then(|| self.text_locals.get(self.src.text(v)).cloned())
             .flatten();
-        self.push_label(self.src.span(v), value, bound_to);
+        self.push_label(self.src.span(v), value, bound_to, metric);
     }
 
-    fn push_label(&mut self, span: Span, value: TextExpr, bound_to: Option<TextExpr>) {
-        self.model_labels.push(LabelValue {
+    fn push_label(
+        &mut self,
+        span: Span,
+        value: TextExpr,
+        bound_to: Option<TextExpr>,
+        metric: Option<String>,
+    ) {
+        self.model_labels.values.push(LabelValue {
             span,
             value,
             bound_to,
             in_fn: self.f.name.clone(),
             formats_enum: false,
+            metric,
         });
     }
 
@@ -166,7 +206,7 @@ impl Walk<'_, '_> {
                     });
             if prometheus_labels {
                 for v in self.label_literals(r, false) {
-                    self.label_value(v);
+                    self.label_value(v, None);
                 }
             }
         }
@@ -243,4 +283,31 @@ impl Walk<'_, '_> {
             _ => false,
         }
     }
+}
+
+/// Is the identifier `id` a parameter or a variable of the function (or closure) it is in?
+fn declared_in_fn(src: &syntax::Src<'_>, id: Node<'_>) -> bool {
+    let name = src.text(id);
+    let mut f = id.parent();
+    while let Some(x) = f.filter(|x| {
+        !matches!(
+            x.kind(),
+            "function_declaration" | "method_declaration" | "func_literal"
+        )
+    }) {
+        f = x.parent();
+    }
+    let Some(f) = f else {
+        return false;
+    };
+    syntax::any_node(f, &mut |n| {
+        let names = match n.kind() {
+            "short_var_declaration" | "range_clause" => n.child_by_field_name("left"),
+            "var_spec" | "parameter_declaration" => Some(n),
+            _ => None,
+        };
+        names.is_some_and(|l| {
+            syntax::named_children(l).any(|c| c.kind() == "identifier" && src.text(c) == name)
+        })
+    })
 }

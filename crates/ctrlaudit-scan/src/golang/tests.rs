@@ -262,3 +262,33 @@ fn a_write_error_dropped_is_not_propagated_and_ranges_type_their_items() {
         ]
     );
 }
+
+#[test]
+fn a_label_of_a_metric_whose_series_are_deleted_is_reported_at_info() {
+    use crate::finding::Severity;
+    let dir = "../../fixtures/scan/CA402-unbounded-metric-label";
+    for (name, expected) in [
+        (
+            "bad_series_deleted_with_their_object.go",
+            // The deleted gauge at info; the counter deleted only through a local (`c.Reset()`) keeps its level.
+            vec![(56, Severity::Info), (57, Severity::Warning)],
+        ),
+        (
+            "bad_series_removed_with_their_object.rs",
+            vec![(68, Severity::Info), (69, Severity::Info)],
+        ),
+    ] {
+        let text = std::fs::read_to_string(format!("{}/{dir}/{name}", env!("CARGO_MANIFEST_DIR")))
+            .unwrap();
+        let mut got: Vec<(usize, Severity)> = crate::scan_source(name, &text, &Default::default())
+            .into_iter()
+            .filter(|f| f.code == "CA402")
+            .filter_map(|f| match f.subject {
+                crate::finding::Subject::Source(span) => Some((span.line, f.severity)),
+                _ => None,
+            })
+            .collect();
+        got.sort_by_key(|g| g.0);
+        assert_eq!(got, expected, "{name}");
+    }
+}

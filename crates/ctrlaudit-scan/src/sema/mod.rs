@@ -6,11 +6,13 @@ use crate::finding::Span;
 mod api;
 mod clients;
 mod controller;
+mod metrics;
 mod phase;
 mod value;
 pub use api::*;
 pub use clients::*;
 pub use controller::*;
+pub use metrics::*;
 pub use phase::*;
 pub use value::*;
 
@@ -49,6 +51,8 @@ pub struct FileModel {
     pub watcher_streams: Vec<WatcherStream>,
     /// Values handed to metric labels.
     pub metric_label_values: Vec<LabelValue>,
+    /// Metrics some of whose series this file deletes (`DeleteLabelValues`, `remove_label_values`), by name.
+    pub dropped_series: Vec<String>,
     /// `loop`/`while` bodies that sleep (or wait on an interval tick), and the API calls in them.
     pub sleeping_loops: Vec<SleepingLoop>,
     /// Method sets declared by name (a Go `interface`): a call through one may run any type's method that has
@@ -135,21 +139,6 @@ pub struct Site {
     pub what: String,
     /// Name of the function the site is in.
     pub in_fn: String,
-}
-
-/// A value handed to a metric label (`with_label_values(&[..])`, a label set, `counter!("x", "k" => v)`).
-#[derive(Debug, Clone)]
-pub struct LabelValue {
-    pub span: Span,
-    /// The value: `obj.name_any()`.
-    pub value: TextExpr,
-    /// When the value is a binding, its initialiser: `let n = obj.name_any();` gives `obj.name_any()`.
-    pub bound_to: Option<TextExpr>,
-    /// Name of the function the value is in.
-    pub in_fn: String,
-    /// The bindings the value formats (`format!("{phase:?}")`) that the function matches against enum variants
-    /// (`match phase { Phase::Completed => .. }`): their text is one of a few.
-    pub formats_enum: bool,
 }
 
 /// A `#[derive(CustomResource)]` type.
