@@ -361,10 +361,11 @@ impl<'m> Unit<'m> {
         }
         // client-go controllers: a workqueue's worker runs each queued object through its sync handler.
         // knative.dev/pkg's generated reconcilers (Tekton, Knative) fetch each queued object from their lister and
-        // run the module's `ReconcileKind(ctx, *T) reconciler.Event` on it, or `FinalizeKind` while it is deleted.
+        // run the module's `ReconcileKind(ctx, *T) reconciler.Event` on it, or `FinalizeKind` while it is deleted;
+        // crossplane-runtime's managed reconciler connects and observes on each pass.
         for (fi, f) in self.files.iter().enumerate().filter(|(_, f)| !f.library) {
             for (ni, func) in f.fns.iter().enumerate() {
-                if func.works_queue || is_knative_reconcile(func) {
+                if func.works_queue || is_knative_reconcile(func) || is_crossplane_observe(func) {
                     roots.insert((fi, ni), ());
                 }
             }
@@ -500,6 +501,19 @@ pub(crate) fn module_of(path: &str) -> &str {
 fn is_test_double_package(dir: &str) -> bool {
     let last = dir.rsplit('/').next().unwrap_or(dir).to_ascii_lowercase();
     last.starts_with("fake") || last.starts_with("mock")
+}
+
+/// crossplane-runtime's managed reconciler calls, on every reconcile of a managed resource, its connector's
+/// `Connect(ctx, mg resource.Managed) (managed.ExternalClient, error)` and the client's `Observe(ctx, mg)
+/// (managed.ExternalObservation, error)`; `Create`, `Update` and `Delete` only when the observation asks for them.
+fn is_crossplane_observe(func: &FnModel) -> bool {
+    func.self_ty.is_some()
+        && matches!(
+            (func.name.as_str(), func.signature.split_once("->")),
+            ("Observe", Some((params, "ExternalObservation,error")))
+                | ("Connect", Some((params, "ExternalClient,error")))
+                if params.starts_with("Context,") && params.ends_with("Managed") && !params[8..].contains(',')
+        )
 }
 
 /// knative.dev/pkg's reconciler methods: `ReconcileKind`/`FinalizeKind` of a receiver, taking the context and a
