@@ -221,7 +221,14 @@ impl Walk<'_, '_> {
                     let field = x
                         .child_by_field_name("field")
                         .map_or("", |f| self.src.text(f));
+                    // `id.Name()` calls a method of that name: an object's identity is its `Name` field (or
+                    // `GetName()`), never a `Name()` method.
+                    let called = x.parent().is_some_and(|p| {
+                        p.kind() == "call_expression"
+                            && p.child_by_field_name("function") == Some(x)
+                    });
                     if IDENTITY_FIELDS.contains(&field)
+                        && !called
                         && x.child_by_field_name("operand")
                             .is_some_and(|o| self.is_object(o))
                     {
