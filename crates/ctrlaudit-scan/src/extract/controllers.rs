@@ -419,6 +419,7 @@ impl<'ast> Extractor<'_, 'ast> {
             },
             inline_policy,
             reconciler_from: None,
+            singleton: false,
         }
     }
 

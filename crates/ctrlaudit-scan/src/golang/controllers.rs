@@ -259,6 +259,7 @@ pub(super) fn model(w: &body::Walk<'_, '_>, c: Chain<'_>, complete: Node<'_>) ->
             error_policy: None,
             inline_policy: Vec::new(),
             reconciler_from,
+            singleton: c.reconciler.is_some_and(|r| is_singleton(w, r)),
         }),
         stored_in: None,
     }
@@ -307,6 +308,7 @@ pub(super) fn from_new(
             error_policy: None,
             inline_policy: Vec::new(),
             reconciler_from,
+            singleton: reconciler.is_some_and(|r| is_singleton(w, r)),
         }),
         stored_in: None,
     })
@@ -419,6 +421,19 @@ fn reconciler_type(w: &body::Walk<'_, '_>, r: Node<'_>) -> Option<String> {
         _ => None,
     };
     t.filter(|t| !matches!(t.as_str(), "Reconciler" | "TypedReconciler"))
+}
+
+/// `singleton.AsReconciler(p)` (github.com/awslabs/operatorpkg/singleton): a reconciler of one synthetic object.
+fn is_singleton(w: &body::Walk<'_, '_>, r: Node<'_>) -> bool {
+    strip_ref(r).kind() == "call_expression"
+        && r.child_by_field_name("function")
+            .and_then(|f| qualified(w.src(), f))
+            .is_some_and(|(pkg, name)| {
+                name == "AsReconciler"
+                    && w.imports()
+                        .path_of(pkg)
+                        .is_some_and(|p| p.ends_with("/singleton"))
+            })
 }
 
 /// The module's function a reconciler value comes from: `NewWidgetReconciler(c)` itself, or the local it was

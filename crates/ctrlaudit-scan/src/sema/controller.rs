@@ -50,6 +50,9 @@ pub struct RunCall {
     /// built (`r := controller.NewInstanceReconciler(..)`, `Complete(r)`): the join takes the type from its
     /// signature (see `Unit::reconcile_of`).
     pub reconciler_from: Option<crate::sema::Callee>,
+    /// Go: the reconciler is run as a singleton (`singleton.AsReconciler(p)` of awslabs/operatorpkg, Karpenter's
+    /// provisioner): one synthetic object, requeued by itself, so a wait in it holds up no other object.
+    pub singleton: bool,
 }
 
 /// What `.with_config(..)` sets, as far as scan can tell.

@@ -30,9 +30,22 @@ impl Unit<'_> {
     /// What reconcile reaches (its error paths too) where a wait holds its worker: not the helpers reached only
     /// with a condition that never asks to be tried again, nor what runs on a goroutine it starts.
     pub fn reach_where_waits_happen(&self) -> HashSet<FnId> {
-        self.walk_calls(self.root_paths(), Edges::Waiting)
-            .into_keys()
-            .collect()
+        // A singleton's reconcile holds up no other object: waiting is how it batches (Karpenter's provisioner).
+        let singletons: HashSet<FnId> = self
+            .files
+            .iter()
+            .enumerate()
+            .flat_map(|(fi, f)| f.controllers.iter().map(move |c| (fi, c)))
+            .filter(|(_, c)| c.run.as_ref().is_some_and(|r| r.singleton))
+            .filter_map(|(fi, c)| self.reconcile_of(fi, c).map(|name| self.resolve(&name, fi)))
+            .flatten()
+            .collect();
+        let roots = self
+            .root_paths()
+            .into_iter()
+            .filter(|(r, _)| !singletons.contains(r))
+            .collect();
+        self.walk_calls(roots, Edges::Waiting).into_keys().collect()
     }
 
     /// The functions reached from a reconcile through calls that are not a creation or state-transition step:
