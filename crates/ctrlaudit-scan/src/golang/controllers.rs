@@ -425,7 +425,8 @@ fn reconciler_type(w: &body::Walk<'_, '_>, r: Node<'_>) -> Option<String> {
 
 /// `singleton.AsReconciler(p)` (github.com/awslabs/operatorpkg/singleton): a reconciler of one synthetic object.
 fn is_singleton(w: &body::Walk<'_, '_>, r: Node<'_>) -> bool {
-    strip_ref(r).kind() == "call_expression"
+    let r = strip_ref(r);
+    r.kind() == "call_expression"
         && r.child_by_field_name("function")
             .and_then(|f| qualified(w.src(), f))
             .is_some_and(|(pkg, name)| {

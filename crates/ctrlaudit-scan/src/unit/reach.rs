@@ -28,7 +28,8 @@ impl Unit<'_> {
     }
 
     /// What reconcile reaches (its error paths too) where a wait holds its worker: not the helpers reached only
-    /// with a condition that never asks to be tried again, nor what runs on a goroutine it starts.
+    /// with a condition that never asks to be tried again, nor what runs on a goroutine it starts, nor what only a
+    /// singleton reconciler reaches.
     pub fn reach_where_waits_happen(&self) -> HashSet<FnId> {
         // A singleton's reconcile holds up no other object: waiting is how it batches (Karpenter's provisioner).
         let singletons: HashSet<FnId> = self
