@@ -93,6 +93,8 @@ pub(super) struct Walk<'s, 't> {
     pub(super) local_elems: HashMap<String, crate::sema::TypeRef>,
     /// Range variables → their items' kind, for API calls only (`locals` also tells CA402 what an object is).
     pub(super) range_kinds: HashMap<String, String>,
+    /// Maps keyed by a pointer to a named type (`map[*vpa_types.VerticalPodAutoscaler][]*corev1.Pod`) → that type.
+    pub(super) map_keys: HashMap<String, String>,
     /// Locals bound to a requeue (`rr := ctrl.Result{RequeueAfter: d}`) and not assigned since (see `requeues`).
     pub(super) result_locals: HashMap<String, crate::sema::Requeue>,
 }
@@ -136,6 +138,7 @@ pub(super) fn function(
         local_types: HashMap::new(),
         local_elems: HashMap::new(),
         range_kinds: HashMap::new(),
+        map_keys: HashMap::new(),
         result_locals: HashMap::new(),
     };
     if let Some(list) = decl.child_by_field_name("parameters") {
@@ -579,21 +582,5 @@ impl<'s, 't> Walk<'s, 't> {
         (self.recv.as_deref() == Some(name))
             .then_some(self.f.self_ty.as_deref())
             .flatten()
-    }
-
-    pub(super) fn local_type(&self, name: &str) -> Option<&str> {
-        self.locals.get(name).map(String::as_str)
-    }
-
-    pub(super) fn fn_name(&self) -> &str {
-        &self.f.name
-    }
-
-    pub(super) fn src(&self) -> &Src<'t> {
-        self.src
-    }
-
-    pub(super) fn imports(&self) -> &Imports {
-        self.imports
     }
 }

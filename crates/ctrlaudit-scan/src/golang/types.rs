@@ -102,14 +102,41 @@ pub(super) fn field_types(src: &Src<'_>, imports: &Imports, decl: Node<'_>) -> V
     out
 }
 
-impl Walk<'_, '_> {
-    /// `name` is declared with type `t` (a parameter, `var name T`): its type, or what ranging over it yields.
+impl<'t> Walk<'_, 't> {
+    pub(super) fn local_type(&self, name: &str) -> Option<&str> {
+        self.locals.get(name).map(String::as_str)
+    }
+
+    pub(super) fn fn_name(&self) -> &str {
+        &self.f.name
+    }
+
+    pub(super) fn src(&self) -> &Src<'t> {
+        self.src
+    }
+
+    pub(super) fn imports(&self) -> &Imports {
+        self.imports
+    }
+
+    /// `name` is declared with type `t` (a parameter, `var name T`, `make(T)`): its type, or what ranging over it
+    /// yields, and the named type a map of it is keyed by a pointer to.
     pub(super) fn declare_type(&mut self, name: &str, t: Node<'_>) {
         if let Some(r) = type_ref(self.src, self.imports, t) {
             self.local_types.insert(name.to_string(), r);
         } else if let Some(r) = element_ref(self.src, self.imports, t) {
             self.local_elems.insert(name.to_string(), r);
         }
+        let key = (t.kind() == "map_type")
+            .then(|| t.child_by_field_name("key"))
+            .flatten()
+            .filter(|k| k.kind() == "pointer_type");
+        match key {
+            Some(k) => self
+                .map_keys
+                .insert(name.to_string(), syntax::base_type(self.src, k)),
+            None => self.map_keys.remove(name),
+        };
     }
 
     /// `name := v`: the type a composite literal (`&syncer{..}`, `[]Syncer{..}`) or `new(T)` gives it.
@@ -121,7 +148,7 @@ impl Walk<'_, '_> {
             "composite_literal" => v.child_by_field_name("type"),
             "call_expression"
                 if v.child_by_field_name("function")
-                    .is_some_and(|f| self.src.text(f) == "new") =>
+                    .is_some_and(|f| matches!(self.src.text(f), "new" | "make")) =>
             {
                 v.child_by_field_name("arguments")
                     .and_then(|a| a.named_child(0))
@@ -145,6 +172,16 @@ impl Walk<'_, '_> {
         let elem = (right.kind() == "identifier")
             .then(|| self.local_elems.get(self.src.text(right)).cloned())
             .flatten();
+        // `for vpa, pods := range controlledPods` of a `map[*VerticalPodAutoscaler][]*Pod`: the key is an object.
+        if let Some(key) = names.first().map(|k| self.src.text(*k).to_string()) {
+            match (right.kind() == "identifier")
+                .then(|| self.map_keys.get(self.src.text(right)).cloned())
+                .flatten()
+            {
+                Some(t) => self.locals.insert(key, t),
+                None => self.locals.remove(&key),
+            };
+        }
         if let Some(value) = names.get(1) {
             let name = self.src.text(*value).to_string();
             // The kind an API call on the value names: a slice's element (`[]*batchv1.Job`), or the item of a
