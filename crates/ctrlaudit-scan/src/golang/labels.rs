@@ -29,34 +29,27 @@ impl Walk<'_, '_> {
         let method = func
             .child_by_field_name("field")
             .map_or("", |f| self.src.text(f));
-        // The metric by the last name of its path: `stats.poolCapacity`, `r.metrics.reconciles`; not a local (`h`
-        // of `if h, ok := m.metrics[k].(*prometheus.HistogramVec)`), whose name says nothing of which metric it is.
-        let metric = func
-            .child_by_field_name("operand")
-            .filter(|o| o.kind() != "identifier" || !declared_in_fn(self.src, *o))
-            .map(|o| {
-                let o = o.child_by_field_name("field").unwrap_or(o);
-                self.src.text(o).to_string()
-            });
-        let labels_arg = args.first().is_some_and(|a| {
-            let a = strip_ref(*a);
-            self.is_label_set(a)
-                || (a.kind() == "identifier" && self.label_sets.contains_key(self.src.text(a)))
-        });
         // `vec.DeleteLabelValues(ns, name)`, `vec.Delete(prometheus.Labels{..})`, `vec.Reset()`: series go with
         // their object, or all at once before the live ones are set again.
         let drops = match method {
             "DeleteLabelValues" | "DeletePartialMatch" => true,
-            "Delete" => labels_arg,
+            "Delete" => args.first().is_some_and(|a| {
+                let a = strip_ref(*a);
+                self.is_label_set(a)
+                    || (a.kind() == "identifier" && self.label_sets.contains_key(self.src.text(a)))
+            }),
             "Reset" => args.is_empty(),
             _ => false,
         };
-        if drops && let Some(m) = &metric {
-            self.model_labels.dropped.push(m.clone());
+        if drops {
+            if let Some(m) = self.metric_of(func) {
+                self.model_labels.dropped.push(m);
+            }
             return;
         }
         let set = match (method, args) {
             ("WithLabelValues" | "GetMetricWithLabelValues", _) => {
+                let metric = self.metric_of(func);
                 for v in args {
                     self.label_value(*v, metric.clone());
                 }
@@ -71,18 +64,36 @@ impl Walk<'_, '_> {
         let set = strip_ref(set);
         // A label set in a local (`labels := prometheus.Labels{..}`, filled by `labels["name"] = obj.Name`).
         if set.kind() == "identifier"
-            && let Some(values) = self.label_sets.get(self.src.text(set))
+            && let Some(values) = self.label_sets.get(self.src.text(set)).cloned()
         {
-            for (span, value) in values.clone() {
+            let metric = self.metric_of(func);
+            for (span, value) in values {
                 self.push_label(span, value, None, metric.clone());
             }
             return;
         }
         // Only a label set (`prometheus.Labels{..}`, `map[string]string{..}`, or one handed to a helper that
         // refines it): a logger's `With(..)` is no metric.
-        for v in self.label_literals(set, true) {
+        let values = self.label_literals(set, true);
+        if values.is_empty() {
+            return;
+        }
+        let metric = self.metric_of(func);
+        for v in values {
             self.label_value(v, metric.clone());
         }
+    }
+
+    /// The metric a call's receiver names, by the last name of its path: `stats.poolCapacity`,
+    /// `r.metrics.reconciles`; not a local (`h` of `if h, ok := m.metrics[k].(*prometheus.HistogramVec)`), whose
+    /// name says nothing of which metric it is. Asked only of metric calls: it reads the whole function.
+    fn metric_of(&self, func: Node<'_>) -> Option<String> {
+        func.child_by_field_name("operand")
+            .filter(|o| o.kind() != "identifier" || !declared_in_fn(self.src, *o))
+            .map(|o| {
+                let o = o.child_by_field_name("field").unwrap_or(o);
+                self.src.text(o).to_string()
+            })
     }
 
     fn label_value(&mut self, v: Node<'_>, metric: Option<String>) {
