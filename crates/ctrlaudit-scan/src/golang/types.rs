@@ -169,15 +169,11 @@ impl<'t> Walk<'_, 't> {
             return;
         };
         let names: Vec<Node> = named_children(left).collect();
-        let elem = (right.kind() == "identifier")
-            .then(|| self.local_elems.get(self.src.text(right)).cloned())
-            .flatten();
+        let ranged = (right.kind() == "identifier").then(|| self.src.text(right));
+        let elem = ranged.and_then(|r| self.local_elems.get(r).cloned());
         // `for vpa, pods := range controlledPods` of a `map[*VerticalPodAutoscaler][]*Pod`: the key is an object.
         if let Some(key) = names.first().map(|k| self.src.text(*k).to_string()) {
-            match (right.kind() == "identifier")
-                .then(|| self.map_keys.get(self.src.text(right)).cloned())
-                .flatten()
-            {
+            match ranged.and_then(|r| self.map_keys.get(r).cloned()) {
                 Some(t) => self.locals.insert(key, t),
                 None => self.locals.remove(&key),
             };

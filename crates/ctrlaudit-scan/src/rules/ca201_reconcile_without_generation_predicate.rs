@@ -121,9 +121,7 @@ fn is_type_parameter(kind: &str) -> bool {
 fn controlled_kind(cx: &Ctx<'_>, fi: usize, c: &ControllerModel) -> Option<String> {
     c.kind.clone().or_else(|| {
         cx.unit
-            .reconcile_of(fi, c)
-            .map(|n| cx.unit.resolve(&n, fi))
-            .unwrap_or_default()
+            .reconcile_fns(fi, c)
             .iter()
             .find_map(|id| cx.unit.func(*id).object_kind.clone())
     })

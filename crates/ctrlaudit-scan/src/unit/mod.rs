@@ -308,6 +308,13 @@ impl<'m> Unit<'m> {
         BUILTIN_WITH_STATUS.contains(&kind).then_some(true)
     }
 
+    /// The functions a Controller's reconcile may be (see [`Unit::reconcile_of`]); none when it is not known.
+    pub fn reconcile_fns(&self, file: usize, c: &crate::sema::ControllerModel) -> Vec<FnId> {
+        self.reconcile_of(file, c)
+            .map(|name| self.resolve(&name, file))
+            .unwrap_or_default()
+    }
+
     /// The reconcile a Controller runs, by name: the front end's, or `T::Reconcile` when the reconciler is what a
     /// constructor of the module returns and every function the call may be is declared to return a `T` (or
     /// `*T`) that has a `Reconcile` method.
@@ -352,10 +359,8 @@ impl<'m> Unit<'m> {
         let mut roots = BTreeMap::new();
         for (fi, f) in self.files.iter().enumerate().filter(|(_, f)| !f.library) {
             for c in &f.controllers {
-                if let Some(name) = self.reconcile_of(fi, c) {
-                    for id in self.resolve(&name, fi) {
-                        roots.insert(id, ());
-                    }
+                for id in self.reconcile_fns(fi, c) {
+                    roots.insert(id, ());
                 }
             }
         }
@@ -512,7 +517,7 @@ fn is_crossplane_observe(func: &FnModel) -> bool {
             (func.name.as_str(), func.signature.split_once("->")),
             ("Observe", Some((params, "ExternalObservation,error")))
                 | ("Connect", Some((params, "ExternalClient,error")))
-                if params.starts_with("Context,") && params.ends_with("Managed") && !params[8..].contains(',')
+                if params.strip_prefix("Context,").is_some_and(|rest| rest.ends_with("Managed") && !rest.contains(','))
         )
 }
 

@@ -38,8 +38,7 @@ impl Unit<'_> {
             .enumerate()
             .flat_map(|(fi, f)| f.controllers.iter().map(move |c| (fi, c)))
             .filter(|(_, c)| c.run.as_ref().is_some_and(|r| r.singleton))
-            .filter_map(|(fi, c)| self.reconcile_of(fi, c).map(|name| self.resolve(&name, fi)))
-            .flatten()
+            .flat_map(|(fi, c)| self.reconcile_fns(fi, c))
             .collect();
         let roots = self
             .root_paths()
@@ -140,9 +139,8 @@ impl Unit<'_> {
     /// The functions that one Controller's reconcile reaches (its error paths too), or `None` when which function
     /// it runs is not known: what a finding about that Controller may cite, never another Controller's code.
     pub fn reach_of(&self, file: usize, c: &crate::sema::ControllerModel) -> Option<Vec<FnId>> {
-        let name = self.reconcile_of(file, c)?;
         let roots: Vec<(FnId, Vec<String>)> = self
-            .resolve(&name, file)
+            .reconcile_fns(file, c)
             .into_iter()
             .map(|r| (r, vec![self.func(r).name.clone()]))
             .collect();
