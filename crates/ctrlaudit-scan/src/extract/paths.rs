@@ -119,6 +119,8 @@ impl<'ast> Extractor<'_, 'ast> {
             },
             never_retries: false,
             on_goroutine: false,
+            // Rust controllers run on kube-runtime's Controller; timer loops are not read.
+            periodic: false,
             handed_on: false,
         };
         let name = callee.name().to_string();

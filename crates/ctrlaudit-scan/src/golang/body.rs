@@ -3,14 +3,15 @@
 //! that a later write of that object carries, calls of the module's own functions, and error signs.
 
 use super::branches::{
-    self, acts, deletion_branches, drops_err, drops_result, guard, is_error_kind_test,
-    is_statement, never_retries, skips_when_unchanged, tests_error, waits_for_state,
+    self, acts, changes_on, deletion_branches, drops_err, drops_result, guard, is_error_kind_test,
+    is_statement, never_retries, place_path, retry_only_branches, skips_when_unchanged,
+    tests_error, waits_for_state,
 };
 use super::client::object_arg;
 use super::syntax::{self, Src, named_children, qualified, root_ident, snake};
-use super::{Imports, controllers, fn_header, statements};
+use super::{Imports, controllers, fn_header, periodic, statements};
 use crate::sema::{
-    ApiCall, Call, CallCtx, CallPath, Callee, ErrorSign, FileModel, FnModel, Guard, GuardKind,
+    ApiCall, Call, CallCtx, Callee, ErrorSign, FileModel, FnModel, Guard, GuardKind,
     RETRY_ON_CONFLICT, ResolvedCall, VolatileWrite,
 };
 use std::collections::{HashMap, HashSet};
@@ -39,6 +40,8 @@ pub(super) struct Place {
     pub(super) detached: bool,
     /// The phase the innermost branch on one runs in (see `phases`).
     pub(super) phase_arm: Vec<String>,
+    /// Inside a loop on a timer or a function a `wait.Until` runs (see `periodic`).
+    pub(super) periodic: bool,
 }
 
 /// A volatile value assigned into an object, waiting for the write of that object that carries it.
@@ -243,6 +246,7 @@ impl<'s, 't> Walk<'s, 't> {
                     branch: true,
                     in_loop: true,
                     in_retry: place.in_retry || !ranges,
+                    periodic: place.periodic || periodic::timer_loop(self.src, s),
                     ..place.clone()
                 };
                 for c in named_children(s) {
@@ -324,6 +328,7 @@ impl<'s, 't> Walk<'s, 't> {
                 && s.child_by_field_name("consequence")
                     .is_some_and(|b| acts(self.src, b)));
         let (del_then, del_else) = deletion_branches(&cond_text);
+        let (retry_then, retry_else) = retry_only_branches(&cond_text);
         if let Some(cons) = s.child_by_field_name("consequence") {
             // `if err := r.Update(..); err != nil { log… }`: the write's error is dropped.
             if is_err && drops_err(self.src, cons) {
@@ -336,7 +341,7 @@ impl<'s, 't> Walk<'s, 't> {
                 phase_arm: cond
                     .and_then(|c| self.phase_arm_of(c))
                     .unwrap_or_else(|| place.phase_arm.clone()),
-                on_error: (place.on_error || is_err) && !handled,
+                on_error: ((place.on_error || is_err) && !handled) || retry_then,
                 deletion: place.deletion || del_then,
                 guard: (!is_err && !cond_text.is_empty())
                     .then(|| guard(&cond_text))
@@ -357,6 +362,7 @@ impl<'s, 't> Walk<'s, 't> {
             let inner = Place {
                 branch: true,
                 deletion: place.deletion || del_else,
+                on_error: place.on_error || retry_else,
                 ..place.clone()
             };
             self.statement(alt, &inner, false);
@@ -503,18 +509,13 @@ impl<'s, 't> Walk<'s, 't> {
                 args,
                 type_args: Vec::new(),
                 ctx: CallCtx {
-                    path: if place.deletion {
-                        CallPath::Deletion
-                    } else if place.on_error {
-                        CallPath::Error
-                    } else {
-                        CallPath::Routine
-                    },
+                    path: place_path(place),
                     in_loop: place.in_loop,
-                    transition: self.after_phase_move(place),
+                    transition: self.after_phase_move(place) || changes_on(place),
                     phase_arm: place.phase_arm.clone(),
                     never_retries: once,
                     on_goroutine: place.detached,
+                    periodic: place.periodic,
                     handed_on: n.parent().is_some_and(|a| a.kind() == "argument_list"),
                     ..Default::default()
                 },
@@ -560,8 +561,13 @@ impl<'s, 't> Walk<'s, 't> {
             });
         }
         self.expr(func, place);
+        let periodic = self.periodic_runner(func);
+        if periodic {
+            self.periodic_method_values(&args, n, place_path(place));
+        }
         let inner = Place {
             in_retry: place.in_retry || retry,
+            periodic: place.periodic || periodic,
             ..place.clone()
         };
         let calls_before = self.f.api_calls.len();

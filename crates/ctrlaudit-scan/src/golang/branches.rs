@@ -14,6 +14,7 @@ pub(super) fn guard(text: &str) -> Guard {
     } else if text.contains("!=")
         || text.contains("!reflect.DeepEqual")
         || text.contains("!equality.")
+        || asks_for_change(text)
     {
         GuardKind::Drift
     } else {
@@ -23,6 +24,21 @@ pub(super) fn guard(text: &str) -> Guard {
         kind,
         text: text.chars().take(Guard::MAX_TEXT).collect(),
     }
+}
+
+/// A predicate whose name says it found a difference or something due (`shouldRenewCertificates(..)`,
+/// `needsUpdate`, `hasChanged`, `isExpired`), not negated: the branch runs when the state drifted.
+fn asks_for_change(text: &str) -> bool {
+    let t = text.trim_start();
+    if t.starts_with('!') {
+        return false;
+    }
+    let lower = t.to_ascii_lowercase();
+    [
+        "changed", "differ", "needs", "should", "stale", "outdated", "expired",
+    ]
+    .iter()
+    .any(|w| lower.contains(w))
 }
 
 /// Which branch of an `if` on the deletion timestamp runs on deletion: (then, else).
@@ -113,6 +129,21 @@ pub(super) fn is_error_kind_test(cond: &str) -> bool {
                 .find('(')
                 .is_some_and(|p| rest[p + 1..].trim_start().starts_with("err"))
     })
+}
+
+/// `if !firstTry { re-read }` in a conflict retry: the first attempt uses the object it was handed, the later
+/// ones (after a conflict) read it again. Which branch runs only on those retries: (then, else).
+pub(super) fn retry_only_branches(cond: &str) -> (bool, bool) {
+    let c = cond.trim();
+    let (negated, name) = c.strip_prefix('!').map_or((false, c), |n| (true, n.trim()));
+    let lower = name.to_ascii_lowercase();
+    let first_flag = name.chars().all(|ch| ch.is_alphanumeric() || ch == '_')
+        && (lower.starts_with("first") || lower.starts_with("isfirst"));
+    match (first_flag, negated) {
+        (false, _) => (false, false),
+        (true, true) => (true, false),
+        (true, false) => (false, true),
+    }
 }
 
 /// The condition is a test of what the error is, alone (`isRetryable(err)`, `plugins.ContainsPluginError(err)`,
@@ -290,4 +321,30 @@ pub(super) fn joins_goroutines(src: &Src<'_>, body: Node<'_>) -> bool {
         stack.extend(named_children(n));
     }
     starts && joins
+}
+
+/// The path a call at `place` is on.
+pub(super) fn place_path(place: &super::body::Place) -> crate::sema::CallPath {
+    use crate::sema::CallPath;
+    if place.deletion {
+        CallPath::Deletion
+    } else if place.on_error {
+        CallPath::Error
+    } else {
+        CallPath::Routine
+    }
+}
+
+/// On a branch taken when the spec changed or the state drifted: a helper called there runs until the change
+/// lands, not on every pass, as a call after a phase move does. Only when the condition says so by a generation
+/// or an equality test or a predicate's name: a plain `!=` is as often a feature switch
+/// (`cfg.Handler != noOp`) or a presence test (`x != nil`), whatever it guards runs on every pass it holds.
+pub(super) fn changes_on(place: &super::body::Place) -> bool {
+    place.guard.as_ref().is_some_and(|g| {
+        g.kind == GuardKind::SpecChange
+            || (g.kind == GuardKind::Drift
+                && (g.text.contains("!reflect.DeepEqual")
+                    || g.text.contains("!equality.")
+                    || asks_for_change(&g.text)))
+    })
 }

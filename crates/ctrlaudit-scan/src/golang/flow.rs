@@ -76,7 +76,9 @@ impl Walk<'_, '_> {
             if place.branch {
                 continue;
             }
-            if let Some((span, source)) = self.volatile_in(*r) {
+            if let Some((span, source)) = self.volatile_in(*r)
+                && !stamped_once(self.src, *l)
+            {
                 self.pending.push(Pending {
                     var: var.to_string(),
                     span,
@@ -166,6 +168,40 @@ impl Walk<'_, '_> {
 }
 
 /// The key an assignment writes under: an annotation or label key, or the field path (`Status.LastSync`).
+/// `obj.Annotations[k] = time.Now()…` after `if obj.Annotations[k] != "" { return … }`: the function returned
+/// before when the key was set, so the stamp is written once, when it was missing.
+fn stamped_once(src: &Src<'_>, lhs: Node<'_>) -> bool {
+    let Some(index) = (lhs.kind() == "index_expression")
+        .then(|| lhs.child_by_field_name("index"))
+        .flatten()
+    else {
+        return false;
+    };
+    let looked_up = format!("[{}]", src.text(index));
+    let mut body = lhs.parent();
+    while let Some(b) = body.filter(|b| {
+        !matches!(
+            b.kind(),
+            "function_declaration" | "method_declaration" | "func_literal"
+        )
+    }) {
+        body = b.parent();
+    }
+    let Some(body) = body else { return false };
+    syntax::any_node(body, &mut |n| {
+        n.kind() == "if_statement"
+            && n.end_byte() <= lhs.start_byte()
+            && src.text(n).split('{').next().is_some_and(|head| {
+                head.contains(&looked_up) && !head.contains("== \"\"") && !head.contains("!ok")
+            })
+            && n.child_by_field_name("consequence").is_some_and(|c| {
+                super::statements(c)
+                    .last()
+                    .is_some_and(|l| l.kind() == "return_statement")
+            })
+    })
+}
+
 pub(super) fn key_of(src: &Src<'_>, lhs: Node<'_>, var: &str) -> String {
     if lhs.kind() == "index_expression"
         && let Some(i) = lhs.child_by_field_name("index")

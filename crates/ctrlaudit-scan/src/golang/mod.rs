@@ -11,6 +11,7 @@ mod controllers;
 mod flow;
 mod labels;
 pub mod module;
+mod periodic;
 mod phases;
 mod provenance;
 mod requeues;

@@ -292,3 +292,29 @@ fn a_label_of_a_metric_whose_series_are_deleted_is_reported_at_info() {
         assert_eq!(got, expected, "{name}");
     }
 }
+
+#[test]
+fn a_read_only_a_timer_reaches_is_reported_at_info_and_a_wait_there_not_at_all() {
+    use crate::finding::Severity;
+    let name = "bad_timer_loops_read_through_a_clientset.go";
+    let path = format!(
+        "{}/../../fixtures/scan/CA303-uncached-read-in-reconcile/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(path).unwrap();
+    let found = crate::scan_source(name, &text, &Default::default());
+    let mut got: Vec<(&str, usize, Severity)> = found
+        .iter()
+        .filter_map(|f| match &f.subject {
+            crate::finding::Subject::Source(span) => Some((f.code.as_ref(), span.line, f.severity)),
+            _ => None,
+        })
+        .collect();
+    got.sort_by_key(|g| g.1);
+    // The LIST of a timer is bounded by its period: info, not the warning of a LIST per event.
+    assert_eq!(
+        got,
+        vec![("CA303", 37, Severity::Info), ("CA303", 61, Severity::Info)]
+    );
+    assert!(found.iter().all(|f| !f.message.contains("every reconcile")));
+}

@@ -3,7 +3,7 @@
 //! path or right after this reconcile's own change, on a branch, are not "every reconcile".
 
 use super::{Ctx, finding, per_pass};
-use crate::finding::{Finding, Severity};
+use crate::finding::{Finding, Severity, WhenKind};
 use crate::sema::{Lang, Verb};
 
 pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
@@ -53,6 +53,13 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
             };
             // A round trip each time the read runs: the cost is per pass.
             let when = cx.when_call(id, call);
+            // A timer's read repeats once per period, however many objects change: bounded, unlike a read per event.
+            let timer = cx.timer_only.contains(&id);
+            let phrase = if timer && when.path == WhenKind::EveryReconcile {
+                "on every tick of a timer".to_string()
+            } else {
+                when.phrase()
+            };
             let mut f = finding(
                 &crate::registry::CA303,
                 call.span.clone(),
@@ -61,7 +68,7 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
                     "`{}`{kind} is an uncached {} {}{}{why}",
                     call.text,
                     if is_list { "LIST" } else { "GET" },
-                    when.phrase(),
+                    phrase,
                     cx.via(id)
                 ),
                 help,
@@ -70,7 +77,7 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
                 f.message
                     .push_str(" (inside a conflict retry, whose first attempt reads live too)");
             }
-            if !is_list || retry_read {
+            if !is_list || retry_read || timer {
                 f.severity = Severity::Info;
             }
             f.evidence = cx.call_path(id);

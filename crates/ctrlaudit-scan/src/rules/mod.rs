@@ -50,6 +50,9 @@ pub struct Ctx<'u> {
     /// Those of `reach` reached on passes that change nothing (see [`Unit::reach_routine`]).
     pub routine: HashSet<FnId>,
     pub policies: HashSet<FnId>,
+    /// Those of `reach` that only a timer reaches (see [`Unit::reach_on_timers_only`]): once per period, not per
+    /// event.
+    pub timer_only: HashSet<FnId>,
 }
 
 impl<'u> Ctx<'u> {
@@ -60,6 +63,7 @@ impl<'u> Ctx<'u> {
             error_only,
             routine: unit.reach_routine(),
             policies: unit.error_policies(),
+            timer_only: unit.reach_on_timers_only(),
             unit,
         }
     }

@@ -325,6 +325,9 @@ pub struct CallCtx {
     pub never_retries: bool,
     /// Made by a `go` statement the function does not join (`go h.scaleLoop(so)`): off the worker.
     pub on_goroutine: bool,
+    /// Made on a timer (a loop over a ticker, a function `wait.Until` runs): its callee runs every period,
+    /// whatever changed, as a reconcile runs on every event.
+    pub periodic: bool,
     /// Its result goes straight into another call (`c.AddFunc(spec, a.tick(..))`): a closure returned runs there.
     pub handed_on: bool,
 }

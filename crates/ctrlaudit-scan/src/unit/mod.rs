@@ -391,6 +391,10 @@ impl<'m> Unit<'m> {
                 }
             }
         }
+        // What a timer runs (`wait.Until(c.monitor, ..)`, the body of a loop over a ticker) runs every period.
+        for id in self.periodic_roots() {
+            roots.insert(id, ());
+        }
         if !roots.is_empty() {
             return roots.into_keys().collect();
         }

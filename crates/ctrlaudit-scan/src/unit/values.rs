@@ -72,7 +72,17 @@ impl Unit<'_> {
                 Callee::Method(_) | Callee::TypedMethod(..) | Callee::OnType(..)
             )
         {
-            targets.retain(|t| c.args.len() + 1 >= self.func(*t).params.len());
+            // Go has neither overloads nor default arguments: a method taken by its name alone is one whose
+            // parameters the arguments fill (`tmpl.Execute(&buf, vars)` is no `Execute()` of the module's).
+            targets.retain(|t| {
+                let f = self.func(*t);
+                let variadic = f
+                    .signature
+                    .split("->")
+                    .next()
+                    .is_some_and(|p| p.contains("..."));
+                c.args.len() + 1 >= f.params.len() && (variadic || c.args.len() <= f.params.len())
+            });
         }
         targets
     }
