@@ -17,8 +17,10 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// See [`Unit::resolve_method`].
 const MAX_METHOD_TARGETS: usize = 2;
-/// How many implementations of one interface a call through it is followed to (see `Unit::interface_dispatch`).
-const MAX_IMPLEMENTATIONS: usize = 12;
+/// How many implementations of one interface a call through it is followed to (see `Unit::interface_dispatch`):
+/// a plugin registry (Flagger's routers, one per mesh) runs one of a few dozen; each implements every method of
+/// the interface, so none is reached by a name it only shares.
+const MAX_IMPLEMENTATIONS: usize = 24;
 
 /// Built-in kinds whose API has a status subresource (status written through the main resource is dropped).
 pub const BUILTIN_WITH_STATUS: &[&str] = &[
