@@ -212,6 +212,7 @@ fn calls_on_declared_types_name_the_type_and_signatures_drop_qualifiers() {
                 package: package.map(str::to_string),
                 name: name.to_string(),
                 field: field.map(str::to_string),
+                result_of: None,
             }),
             m.to_string(),
         )

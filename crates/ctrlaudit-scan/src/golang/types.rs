@@ -56,6 +56,7 @@ pub(super) fn type_ref(src: &Src<'_>, imports: &Imports, t: Node<'_>) -> Option<
         package,
         name: name.to_string(),
         field: None,
+        result_of: None,
     })
 }
 
@@ -157,6 +158,23 @@ impl<'t> Walk<'_, 't> {
         };
         if let Some(t) = t {
             self.declare_type(name, t);
+            return;
+        }
+        // `cache := c.mgr.GetCache()`: the result of a method of a typed value (see `TypeRef::result_of`).
+        if let Some(f) = (v.kind() == "call_expression")
+            .then(|| v.child_by_field_name("function"))
+            .flatten()
+            .filter(|f| f.kind() == "selector_expression")
+            && let (Some(op), Some(m)) = (
+                f.child_by_field_name("operand"),
+                f.child_by_field_name("field"),
+            )
+            && let Some(Callee::OnType(t, _)) = self.typed_callee(op, self.src.text(m))
+            && t.result_of.is_none()
+        {
+            let result_of = Some(self.src.text(m).to_string());
+            self.local_types
+                .insert(name.to_string(), TypeRef { result_of, ..*t });
         }
     }
 
@@ -238,10 +256,15 @@ impl<'t> Walk<'_, 't> {
                         package: None,
                         name: self.f.self_ty.clone()?,
                         field: None,
+                        result_of: None,
                     }
                 } else {
                     self.local_types.get(x)?.clone()
                 };
+                // One step from a declared type only: a field of a field, or of a method's result, is not followed.
+                if owner.field.is_some() || owner.result_of.is_some() {
+                    return None;
+                }
                 TypeRef {
                     field: Some(field),
                     ..owner

@@ -36,6 +36,9 @@ pub struct TypeRef {
     /// The value is this field of a value of the type (`s.tgbManager`, `s` a `*synthesizer`): its type is the
     /// one the field is declared with.
     pub field: Option<String>,
+    /// The value is what this method returns, called on that value (`cache := c.mgr.GetCache()`): of another
+    /// module's type when the method is, since another module returns none of the module's types.
+    pub result_of: Option<String>,
 }
 
 impl Callee {

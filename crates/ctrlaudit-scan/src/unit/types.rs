@@ -76,6 +76,11 @@ impl Unit<'_> {
             };
             (dir, name) = (d, declared.name.as_str());
         }
+        // The result of one of the module's own methods: its type is not recorded, so the method called on it is
+        // found by its name (`None`). Another module's method (the early returns above) returns no type of the module.
+        if t.result_of.is_some() {
+            return None;
+        }
         if let Some(i) = self.types.interfaces.get(&(dir, name)) {
             // A method of an embedded interface: its implementations are not told by this one.
             if !i.methods.iter().any(|m| m == method) {
