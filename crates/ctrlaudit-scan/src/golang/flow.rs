@@ -178,16 +178,9 @@ fn stamped_once(src: &Src<'_>, lhs: Node<'_>) -> bool {
         return false;
     };
     let looked_up = format!("[{}]", src.text(index));
-    let mut body = lhs.parent();
-    while let Some(b) = body.filter(|b| {
-        !matches!(
-            b.kind(),
-            "function_declaration" | "method_declaration" | "func_literal"
-        )
-    }) {
-        body = b.parent();
-    }
-    let Some(body) = body else { return false };
+    let Some(body) = syntax::enclosing_fn(lhs) else {
+        return false;
+    };
     syntax::any_node(body, &mut |n| {
         n.kind() == "if_statement"
             && n.end_byte() <= lhs.start_byte()

@@ -306,16 +306,7 @@ impl Walk<'_, '_> {
 /// Is the identifier `id` a parameter or a variable of the function (or closure) it is in?
 fn declared_in_fn(src: &syntax::Src<'_>, id: Node<'_>) -> bool {
     let name = src.text(id);
-    let mut f = id.parent();
-    while let Some(x) = f.filter(|x| {
-        !matches!(
-            x.kind(),
-            "function_declaration" | "method_declaration" | "func_literal"
-        )
-    }) {
-        f = x.parent();
-    }
-    let Some(f) = f else {
+    let Some(f) = syntax::enclosing_fn(id) else {
         return false;
     };
     syntax::any_node(f, &mut |n| {

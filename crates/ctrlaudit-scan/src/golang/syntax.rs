@@ -283,6 +283,20 @@ pub(crate) fn qualified_type<'t>(src: &Src<'t>, t: Node<'_>) -> Option<(&'t str,
     ))
 }
 
+/// The function, method or closure `n` is in.
+pub(crate) fn enclosing_fn(n: Node<'_>) -> Option<Node<'_>> {
+    let mut f = n.parent();
+    while let Some(x) = f.filter(|x| {
+        !matches!(
+            x.kind(),
+            "function_declaration" | "method_declaration" | "func_literal"
+        )
+    }) {
+        f = x.parent();
+    }
+    f
+}
+
 /// Does the subtree hold a node for which `pred` holds? Walked without recursion.
 pub(crate) fn any_node(n: Node<'_>, pred: &mut dyn FnMut(Node<'_>) -> bool) -> bool {
     let mut cursor = n.walk();
