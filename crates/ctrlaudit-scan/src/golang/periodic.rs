@@ -23,7 +23,7 @@ const RUNNERS: &[&str] = &[
 /// body (not a closure in it) receives from a ticker or timer (`<-t.C`, `<-tickChan`). A loop that only sleeps
 /// or waits on `time.After` is as often a poll that ends as a schedule: left out.
 pub(super) fn timer_loop(src: &Src<'_>, s: Node<'_>) -> bool {
-    if named_children(s).any(|c| c.kind() == "for_clause" || is_condition(c)) {
+    if named_children(s).any(is_condition) {
         return false;
     }
     if let Some(r) = named_children(s).find(|c| c.kind() == "range_clause") {
@@ -87,7 +87,7 @@ fn breaks_out(src: &Src<'_>, s: Node<'_>, body: Node<'_>) -> bool {
     false
 }
 
-/// The loop's condition (`for cond { … }`): an expression child that is not its body or a clause.
+/// A three-clause header or a condition (`for cond { … }`): any child but the body and a range clause.
 fn is_condition(c: Node<'_>) -> bool {
     !matches!(c.kind(), "block" | "range_clause" | "comment")
 }

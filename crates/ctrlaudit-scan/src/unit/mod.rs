@@ -108,6 +108,8 @@ pub struct Unit<'m> {
     call_sites: std::sync::OnceLock<HashMap<FnId, Vec<FnId>>>,
     /// Functions handed to others as arguments, by the function handed them (see `handed_sites`), once asked.
     handed_sites: std::sync::OnceLock<HashMap<FnId, HandedSites>>,
+    /// The functions a timer runs (see `periodic_roots`), once asked: every root set asks for them.
+    periodic_roots: std::sync::OnceLock<Vec<FnId>>,
 }
 
 impl<'m> Unit<'m> {
@@ -184,6 +186,7 @@ impl<'m> Unit<'m> {
             uncached: Default::default(),
             call_sites: std::sync::OnceLock::new(),
             handed_sites: std::sync::OnceLock::new(),
+            periodic_roots: std::sync::OnceLock::new(),
             func_fields,
         };
         unit.dispatched = unit.interface_dispatch();
@@ -394,7 +397,7 @@ impl<'m> Unit<'m> {
             }
         }
         // What a timer runs (`wait.Until(c.monitor, ..)`, the body of a loop over a ticker) runs every period.
-        for id in self.periodic_roots() {
+        for &id in self.periodic_roots() {
             roots.insert(id, ());
         }
         if !roots.is_empty() {

@@ -40,28 +40,24 @@ impl Unit<'_> {
             .filter(|(_, c)| c.run.as_ref().is_some_and(|r| r.singleton))
             .flat_map(|(fi, c)| self.reconcile_fns(fi, c))
             .collect();
-        // Nor does a loop on a timer: its next tick waits, no queued object does (a workqueue's worker that a
-        // `wait.Until` restarts still holds its queue).
-        let periodic: HashSet<FnId> = self.periodic_roots().into_iter().collect();
+        // Nor does a loop on a timer: its next tick waits, no queued object does.
         let roots = self
             .root_paths()
             .into_iter()
-            .filter(|(r, _)| !singletons.contains(r))
-            .filter(|(r, _)| !periodic.contains(r) || self.func(*r).works_queue)
+            .filter(|(r, _)| !singletons.contains(r) && !self.is_timer_root(*r))
             .collect();
         self.walk_calls(roots, Edges::Waiting).into_keys().collect()
     }
 
     /// What only the timers reach (their error paths too): the functions no reconcile or queue worker reaches.
     pub fn reach_on_timers_only(&self) -> HashSet<FnId> {
-        let periodic: HashSet<FnId> = self.periodic_roots().into_iter().collect();
-        if periodic.is_empty() {
+        if self.periodic_roots().is_empty() {
             return HashSet::new();
         }
         let (from_roots, from_events): (Vec<_>, Vec<_>) = self
             .root_paths()
             .into_iter()
-            .partition(|(r, _)| periodic.contains(r) && !self.func(*r).works_queue);
+            .partition(|(r, _)| self.is_timer_root(*r));
         let by_events = self.walk_calls(from_events, Edges::WithErrors);
         self.walk_calls(from_roots, Edges::WithErrors)
             .into_keys()
@@ -71,22 +67,30 @@ impl Unit<'_> {
 
     /// The module's functions a timer runs: called in a loop over a ticker, or handed to `wait.Until` and its kin
     /// (see [`crate::sema::CallCtx::periodic`]), not on an error path.
-    pub fn periodic_roots(&self) -> Vec<FnId> {
-        let mut found = Vec::new();
-        for (fi, f) in self.files.iter().enumerate().filter(|(_, f)| !f.library) {
-            for (ni, func) in f.fns.iter().enumerate() {
-                for c in func
-                    .calls
-                    .iter()
-                    .filter(|c| c.ctx.periodic && c.ctx.path != CallPath::Error)
-                {
-                    found.extend(self.resolve_call(c, (fi, ni)));
+    /// Sorted, computed once per unit.
+    pub fn periodic_roots(&self) -> &[FnId] {
+        self.periodic_roots.get_or_init(|| {
+            let mut found = Vec::new();
+            for (fi, f) in self.files.iter().enumerate().filter(|(_, f)| !f.library) {
+                for (ni, func) in f.fns.iter().enumerate() {
+                    for c in func
+                        .calls
+                        .iter()
+                        .filter(|c| c.ctx.periodic && c.ctx.path != CallPath::Error)
+                    {
+                        found.extend(self.resolve_call(c, (fi, ni)));
+                    }
                 }
             }
-        }
-        found.sort_unstable();
-        found.dedup();
-        found
+            found.sort_unstable();
+            found.dedup();
+            found
+        })
+    }
+
+    /// A root only a timer runs: not a workqueue's worker that a `wait.Until` restarts, which holds its queue.
+    fn is_timer_root(&self, r: FnId) -> bool {
+        self.periodic_roots().binary_search(&r).is_ok() && !self.func(r).works_queue
     }
 
     /// The functions reached from a reconcile through calls that are not a creation or state-transition step:
