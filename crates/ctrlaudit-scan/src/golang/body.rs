@@ -389,7 +389,14 @@ impl<'s, 't> Walk<'s, 't> {
                         branch: true,
                         ..place.clone()
                     };
+                    let shadowed = self.literal_params(n);
                     self.block(body, &inner);
+                    for (name, before) in shadowed {
+                        match before {
+                            Some(t) => self.locals.insert(name, t),
+                            None => self.locals.remove(&name),
+                        };
+                    }
                 }
                 return;
             }

@@ -208,11 +208,40 @@ impl<'t> Walk<'_, 't> {
                 Some(k) => self.range_kinds.insert(name.clone(), k),
                 None => self.range_kinds.remove(&name),
             };
+            // An item of a slice of built-in objects (`for _, pod := range pods`, `pods []*v1.Pod`) is an object: its
+            // `Namespace` is an object's identity to CA402.
+            if let Some(r) = elem.as_ref().filter(|r| r.is_builtin_object()) {
+                self.locals.insert(name.clone(), r.name.clone());
+            }
             match elem {
                 Some(r) => self.local_types.insert(name, r),
                 None => self.local_types.remove(&name),
             };
         }
+    }
+
+    /// The parameters of a closure that are built-in objects (`go func(pod *v1.Pod) { .. }(pods[i])`), bound as
+    /// objects while its body is walked: each name with what it shadowed, to be put back after.
+    pub(super) fn literal_params(&mut self, lit: Node<'_>) -> Vec<(String, Option<String>)> {
+        let mut shadowed = Vec::new();
+        let Some(list) = lit.child_by_field_name("parameters") else {
+            return shadowed;
+        };
+        for p in named_children(list).filter(|p| p.kind() == "parameter_declaration") {
+            let Some(t) = p
+                .child_by_field_name("type")
+                .and_then(|t| type_ref(self.src, self.imports, t))
+                .filter(TypeRef::is_builtin_object)
+            else {
+                continue;
+            };
+            for n in syntax::field_children(p, "name") {
+                let name = self.src.text(n).to_string();
+                let before = self.locals.insert(name.clone(), t.name.clone());
+                shadowed.push((name, before));
+            }
+        }
+        shadowed
     }
 
     /// `list.Items` of a local holding a list kind (`var jobs batchv1.JobList`): the kind of its items.

@@ -41,6 +41,42 @@ pub struct TypeRef {
     pub result_of: Option<String>,
 }
 
+impl TypeRef {
+    /// A built-in object kind of a `k8s.io/api/…` package (`*v1.Pod`): an object, whose `Name` and `Namespace`
+    /// are its identity. Other types of API packages are mostly parts of objects (a spec, a header match) whose
+    /// `Name` is no object's.
+    pub fn is_builtin_object(&self) -> bool {
+        self.package
+            .as_deref()
+            .is_some_and(|p| p.starts_with("k8s.io/api/"))
+            && (crate::unit::BUILTIN_WITH_STATUS.contains(&self.name.as_str())
+                || crate::unit::NO_GENERATION.contains(&self.name.as_str())
+                || OTHER_BUILTIN_KINDS.contains(&self.name.as_str()))
+    }
+}
+
+/// Built-in kinds neither [`crate::unit::BUILTIN_WITH_STATUS`] nor [`crate::unit::NO_GENERATION`] lists.
+const OTHER_BUILTIN_KINDS: &[&str] = &[
+    "EndpointSlice",
+    "StorageClass",
+    "VolumeAttachment",
+    "CSINode",
+    "CSIDriver",
+    "ResourceClaim",
+    "ResourceSlice",
+    "ControllerRevision",
+    "PodTemplate",
+    "LimitRange",
+    "Role",
+    "RoleBinding",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "PriorityClass",
+    "IngressClass",
+    "ValidatingWebhookConfiguration",
+    "MutatingWebhookConfiguration",
+];
+
 impl Callee {
     /// The function's own name, without module or receiver.
     pub fn name(&self) -> &str {
