@@ -174,34 +174,13 @@ pub(super) fn function(
 }
 
 impl<'s, 't> Walk<'s, 't> {
-    fn declare_params(&mut self, list: Node<'_>) {
-        let mut position = 0;
-        for p in named_children(list).filter(|p| p.kind().ends_with("parameter_declaration")) {
-            let names = syntax::field_children(p, "name");
-            let ty_node = p.child_by_field_name("type");
-            let ty = ty_node.map(|t| syntax::base_type(self.src, t));
-            let client = ty_node.and_then(|t| self.typed_client_kind(t));
-            // An unnamed parameter (`func(string)`) still takes its place.
-            position += names.len().max(1);
-            for (i, n) in names.iter().enumerate() {
-                let name = self.src.text(*n).to_string();
-                self.params.insert(name.clone(), position - names.len() + i);
-                if let Some(kind) = &client {
-                    self.typed_clients.insert(name.clone(), kind.clone());
-                }
-                self.note_package(&name, ty_node);
-                if let Some(t) = ty_node {
-                    self.declare_type(&name, t);
-                }
-                if let Some(ty) = &ty {
-                    self.locals.insert(name, ty.clone());
-                }
-            }
-        }
+    fn block(&mut self, block: Node<'_>, place: &Place) {
+        self.sequence(&statements(block), place);
     }
 
-    fn block(&mut self, block: Node<'_>, place: &Place) {
-        let stmts = statements(block);
+    /// Statements run one after another (a block's, a `case`'s): an early return guards what follows, and a
+    /// write whose error the next ones drop is not propagated.
+    fn sequence(&mut self, stmts: &[Node<'_>], place: &Place) {
         let mut wrote = false;
         let mut place = std::borrow::Cow::Borrowed(place);
         for (i, s) in stmts.iter().enumerate() {
@@ -266,11 +245,11 @@ impl<'s, 't> Walk<'s, 't> {
                     match c.kind() {
                         "expression_case" | "default_case" | "type_case" | "communication_case" => {
                             let inner = self.case_place(s, c, &inner);
-                            for st in named_children(c).flat_map(syntax::unwrap_stmt_list) {
-                                if is_statement(st) {
-                                    self.statement(st, &inner, false);
-                                }
-                            }
+                            let stmts: Vec<Node> = named_children(c)
+                                .flat_map(syntax::unwrap_stmt_list)
+                                .filter(|st| is_statement(*st))
+                                .collect();
+                            self.sequence(&stmts, &inner);
                         }
                         _ => self.expr(c, place),
                     }

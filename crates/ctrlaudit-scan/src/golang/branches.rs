@@ -216,7 +216,45 @@ pub(super) fn drops_result(src: &Src<'_>, s: Node<'_>, after: &[Node<'_>]) -> bo
         });
     !syntax::any_node(s, &mut |n| n.kind() == "func_literal")
         && (s.kind() == "expression_statement"
-            || (assigns && (src.text(s).starts_with("_ =") || checked_then_dropped)))
+            || (assigns && (src.text(s).starts_with("_ =") || checked_then_dropped))
+            || error_never_used(src, s, after))
+}
+
+/// `_, _ = c.Update(..)`, or `_, dErr := c.Update(..)` whose `dErr` the rest of the block only tests (`if dErr
+/// == nil { log }`) and never returns or hands on: the write's error goes nowhere. Only a `:=` declares the
+/// error here: one assigned with `=` may be returned after the block.
+fn error_never_used(src: &Src<'_>, s: Node<'_>, after: &[Node<'_>]) -> bool {
+    if !matches!(s.kind(), "short_var_declaration" | "assignment_statement") {
+        return false;
+    }
+    let Some(e) = s
+        .child_by_field_name("left")
+        .and_then(|l| named_children(l).last())
+        .filter(|e| e.kind() == "identifier")
+        .map(|e| src.text(e))
+    else {
+        return false;
+    };
+    if e == "_" {
+        return true;
+    }
+    if s.kind() != "short_var_declaration" {
+        return false;
+    }
+    let mentions = |n: Node<'_>| {
+        syntax::any_node(n, &mut |x| x.kind() == "identifier" && src.text(x) == e)
+    };
+    after.iter().all(|n| {
+        if !mentions(*n) {
+            return true;
+        }
+        // Tested, and the branch neither returns nor uses it.
+        n.kind() == "if_statement"
+            && n.child_by_field_name("alternative").is_none()
+            && n.child_by_field_name("consequence").is_some_and(|b| {
+                !mentions(b) && !syntax::any_node(b, &mut |x| x.kind() == "return_statement")
+            })
+    })
 }
 
 pub(super) fn is_statement(n: Node<'_>) -> bool {

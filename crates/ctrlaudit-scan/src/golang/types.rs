@@ -120,6 +120,33 @@ impl<'t> Walk<'_, 't> {
         self.imports
     }
 
+    /// The parameters of the function walked: their positions, types and typed clients.
+    pub(super) fn declare_params(&mut self, list: Node<'_>) {
+        let mut position = 0;
+        for p in named_children(list).filter(|p| p.kind().ends_with("parameter_declaration")) {
+            let names = syntax::field_children(p, "name");
+            let ty_node = p.child_by_field_name("type");
+            let ty = ty_node.map(|t| syntax::base_type(self.src, t));
+            let client = ty_node.and_then(|t| self.typed_client_kind(t));
+            // An unnamed parameter (`func(string)`) still takes its place.
+            position += names.len().max(1);
+            for (i, n) in names.iter().enumerate() {
+                let name = self.src.text(*n).to_string();
+                self.params.insert(name.clone(), position - names.len() + i);
+                if let Some(kind) = &client {
+                    self.typed_clients.insert(name.clone(), kind.clone());
+                }
+                self.note_package(&name, ty_node);
+                if let Some(t) = ty_node {
+                    self.declare_type(&name, t);
+                }
+                if let Some(ty) = &ty {
+                    self.locals.insert(name, ty.clone());
+                }
+            }
+        }
+    }
+
     /// `name` is declared with type `t` (a parameter, `var name T`, `make(T)`): its type, or what ranging over it
     /// yields, and the named type a map of it is keyed by a pointer to.
     pub(super) fn declare_type(&mut self, name: &str, t: Node<'_>) {
