@@ -122,6 +122,8 @@ impl<'ast> Extractor<'_, 'ast> {
             // Rust controllers run on kube-runtime's Controller; timer loops are not read.
             periodic: false,
             handed_on: false,
+            // Rust's conflict handling is judged per function (`handles_conflict`).
+            in_conflict_retry: false,
         };
         let name = callee.name().to_string();
         let Some(f) = self.fns.last_mut() else {

@@ -36,6 +36,8 @@ pub(super) struct Place {
     pub(super) in_loop: bool,
     /// Inside the function handed to `retry.RetryOnConflict`/`retry.OnError`, or a loop.
     pub(super) in_retry: bool,
+    /// Inside the function handed to `retry.RetryOnConflict`/`retry.OnError` (not a loop).
+    pub(super) conflict_retry: bool,
     /// Inside a `go` statement: runs on its own goroutine, not on the reconcile's worker.
     pub(super) detached: bool,
     /// The phase the innermost branch on one runs in (see `phases`).
@@ -503,6 +505,7 @@ impl<'s, 't> Walk<'s, 't> {
                     on_goroutine: place.detached,
                     periodic: place.periodic,
                     handed_on: n.parent().is_some_and(|a| a.kind() == "argument_list"),
+                    in_conflict_retry: place.conflict_retry,
                     ..Default::default()
                 },
             });
@@ -553,6 +556,7 @@ impl<'s, 't> Walk<'s, 't> {
         }
         let inner = Place {
             in_retry: place.in_retry || retry,
+            conflict_retry: place.conflict_retry || retry,
             periodic: place.periodic || periodic,
             ..place.clone()
         };

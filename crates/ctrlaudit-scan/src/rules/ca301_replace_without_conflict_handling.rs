@@ -80,9 +80,11 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
     }
 }
 
-/// Go functions a conflict retry runs, or whose returned closure it runs: their PUTs are retried on 409.
+/// Go functions a conflict retry runs, or whose returned closure it runs, or that are only ever called from
+/// inside one (`retry.RetryOnConflict(b, func() error { .. m.UpdatePod(pod) .. })`): their PUTs are retried on 409.
 fn retried_fns(cx: &Ctx<'_>) -> BTreeSet<crate::unit::FnId> {
-    cx.unit
+    let mut retried: BTreeSet<crate::unit::FnId> = cx
+        .unit
         .all_fns()
         .flat_map(|id| {
             cx.unit
@@ -92,7 +94,18 @@ fn retried_fns(cx: &Ctx<'_>) -> BTreeSet<crate::unit::FnId> {
                 .filter(|(callee, _, _)| matches!(callee, crate::sema::Callee::Path(p) if p == crate::sema::RETRIED))
                 .flat_map(move |(_, _, passed)| cx.unit.resolve_callee(passed, id.0))
         })
-        .collect()
+        .collect();
+    let mut in_retry: BTreeMap<crate::unit::FnId, bool> = BTreeMap::new();
+    for id in cx.unit.all_fns().filter(|id| cx.lang(id.0) == Lang::Go) {
+        for call in &cx.unit.func(id).calls {
+            for target in cx.unit.resolve_callee(&call.callee, id.0) {
+                let only = in_retry.entry(target).or_insert(true);
+                *only &= call.ctx.in_conflict_retry;
+            }
+        }
+    }
+    retried.extend(in_retry.into_iter().filter(|(_, only)| *only).map(|(id, _)| id));
+    retried
 }
 
 /// The kinds whose objects more than one writer changes, with who they are: a kind some Controller of the unit

@@ -330,6 +330,9 @@ pub struct CallCtx {
     pub periodic: bool,
     /// Its result goes straight into another call (`c.AddFunc(spec, a.tick(..))`): a closure returned runs there.
     pub handed_on: bool,
+    /// Made inside the function a conflict retry runs (`retry.RetryOnConflict(b, func() error { .. })`): a 409
+    /// its callee returns is retried with a fresh read.
+    pub in_conflict_retry: bool,
 }
 
 /// A catch-all match arm that hands the rest to a function: `_ => super::reconcile_apply(obj, ctx).await`.
