@@ -241,9 +241,8 @@ fn error_never_used(src: &Src<'_>, s: Node<'_>, after: &[Node<'_>]) -> bool {
     if s.kind() != "short_var_declaration" {
         return false;
     }
-    let mentions = |n: Node<'_>| {
-        syntax::any_node(n, &mut |x| x.kind() == "identifier" && src.text(x) == e)
-    };
+    let mentions =
+        |n: Node<'_>| syntax::any_node(n, &mut |x| x.kind() == "identifier" && src.text(x) == e);
     after.iter().all(|n| {
         if !mentions(*n) {
             return true;

@@ -97,6 +97,13 @@ impl Walk<'_, '_> {
         {
             self.locals.insert(self.src.text(*first).to_string(), k);
         }
+        // `f, err := os.CreateTemp(..)`: the first result's methods are taken as that package's, as for one.
+        if let ([first, _, ..], [v]) = (names, values)
+            && let Some(pkg) = self.result_package(*v)
+        {
+            self.local_packages
+                .insert(self.src.text(*first).to_string(), pkg.to_string());
+        }
         if names.len() != values.len() {
             return;
         }

@@ -90,8 +90,19 @@ fn module_root_of(abs: &Path) -> Option<PathBuf> {
 }
 
 /// Directories of test code that is no `_test.go` file: a module's integration and end-to-end suites and their
-/// helpers (`test/util/metrics.go` reads metrics the operator records).
-const TEST_DIRS: &[&str] = &["testdata", "test", "tests", "e2e", "testutil", "testutils"];
+/// helpers (`test/util/metrics.go` reads metrics the operator records), and the fakes a package offers its
+/// tests (`pkg/volume/testing`, a `fake` client), which Go's convention names so.
+const TEST_DIRS: &[&str] = &[
+    "testdata",
+    "test",
+    "tests",
+    "e2e",
+    "testutil",
+    "testutils",
+    "testing",
+    "fake",
+    "fakes",
+];
 
 /// A Go file the scan never analyses (`path` within its module): tests, generated deep copies, vendored
 /// dependencies.
@@ -247,6 +258,8 @@ mod tests {
         )));
         assert!(is_skipped_file(Path::new("test/util/metrics.go")));
         assert!(is_skipped_file(Path::new("pkg/e2e/framework.go")));
+        assert!(is_skipped_file(Path::new("pkg/volume/testing/testing.go")));
+        assert!(is_skipped_file(Path::new("pkg/client/fake/client.go")));
         assert!(!is_skipped_file(Path::new(
             "internal/controller/widget_controller.go"
         )));

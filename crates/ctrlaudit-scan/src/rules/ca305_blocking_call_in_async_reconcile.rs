@@ -129,7 +129,9 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
         // A call of a waiting helper waits where reconcile makes it: each line of the chain is one a reader may
         // name (the helper's wait, the call that runs it), and each holds the worker.
         let helpers = func.calls.iter().filter_map(|c| {
-            if !waiter_names.contains(c.callee.name()) || c.ctx.never_retries {
+            // Called on a goroutine the function does not join (`go func() { waitForAPIServer(..) }()`): the
+            // worker goes on.
+            if !waiter_names.contains(c.callee.name()) || c.ctx.never_retries || c.ctx.on_goroutine {
                 return None;
             }
             let target = cx

@@ -9,6 +9,32 @@ use std::collections::HashMap;
 /// `patch_status`).
 const MAX_HANDOFFS: usize = 3;
 
+/// Methods of the interfaces and types every Go program holds (`io.Writer`, `io.Closer`, `*os.File`,
+/// `sync.Mutex`, `sync.WaitGroup`, `context.Context`, `watch.Interface`, a workqueue, `fmt.Stringer`, `error`), with
+/// the number of arguments they take: such a call on a value whose type the walk does not know (`watcher.Stop()`,
+/// `f.Sync()`) is not followed to the module's methods of that name. A call with other arguments (`s.Sync(ctx,
+/// cr)`) is no call of these.
+const LIBRARY_METHODS: &[(&str, usize)] = &[
+    ("Stop", 0),
+    ("Close", 0),
+    ("Sync", 0),
+    ("Flush", 0),
+    ("Lock", 0),
+    ("Unlock", 0),
+    ("RLock", 0),
+    ("RUnlock", 0),
+    ("Wait", 0),
+    ("Done", 0),
+    ("Err", 0),
+    ("ResultChan", 0),
+    ("ShutDown", 0),
+    ("String", 0),
+    ("Error", 0),
+    ("Len", 0),
+    ("Write", 1),
+    ("Read", 1),
+    ("Forget", 1),
+];
 impl Unit<'_> {
     /// The function a call of `name` (from `from_file`) runs, when it returns a volatile value.
     pub fn volatile_return(&self, name: &str, from_file: usize) -> Option<(FnId, &VolatileReturn)> {
@@ -58,6 +84,12 @@ impl Unit<'_> {
     /// not record which is variadic): a workqueue's `Get()` is not the module's `Get(ctx, key)`.
     pub fn resolve_call(&self, c: &crate::sema::Call, from: FnId) -> Vec<FnId> {
         let from_file = from.0;
+        if self.files[from_file].lang == crate::sema::Lang::Go
+            && let Callee::Method(m) = &c.callee
+            && LIBRARY_METHODS.contains(&(m.as_str(), c.args.len()))
+        {
+            return Vec::new();
+        }
         let mut targets = self.resolve_callee(&c.callee, from_file);
         // `syncHandler(ctx, key)` where `syncHandler` is a parameter: what callers hand it.
         if targets.is_empty()
