@@ -372,10 +372,15 @@ impl<'m> Unit<'m> {
         // client-go controllers: a workqueue's worker runs each queued object through its sync handler.
         // knative.dev/pkg's generated reconcilers (Tekton, Knative) fetch each queued object from their lister and
         // run the module's `ReconcileKind(ctx, *T) reconciler.Event` on it, or `FinalizeKind` while it is deleted;
-        // crossplane-runtime's managed reconciler connects and observes on each pass.
+        // crossplane-runtime's managed reconciler connects and observes on each pass; a volume provisioner's claim
+        // queue provisions and deletes.
         for (fi, f) in self.files.iter().enumerate().filter(|(_, f)| !f.library) {
             for (ni, func) in f.fns.iter().enumerate() {
-                if func.works_queue || is_knative_reconcile(func) || is_crossplane_observe(func) {
+                if func.works_queue
+                    || is_knative_reconcile(func)
+                    || is_crossplane_observe(func)
+                    || is_volume_provisioner(func)
+                {
                     roots.insert((fi, ni), ());
                 }
             }
@@ -527,6 +532,20 @@ fn is_crossplane_observe(func: &FnModel) -> bool {
             ("Observe", Some((params, "ExternalObservation,error")))
                 | ("Connect", Some((params, "ExternalClient,error")))
                 if params.strip_prefix("Context,").is_some_and(|rest| rest.ends_with("Managed") && !rest.contains(','))
+        )
+}
+
+/// sig-storage-lib-external-provisioner's `Provisioner`: its `ProvisionController` runs `Provision(ctx,
+/// ProvisionOptions)` from its claim queue's workers for each claim to provision (again until it succeeds), and
+/// `Delete(ctx, *PersistentVolume)` for each released volume.
+fn is_volume_provisioner(func: &FnModel) -> bool {
+    func.self_ty.is_some()
+        && matches!(
+            (func.name.as_str(), func.signature.as_str()),
+            (
+                "Provision",
+                "Context,ProvisionOptions->*PersistentVolume,ProvisioningState,error"
+            ) | ("Delete", "Context,*PersistentVolume->error")
         )
 }
 
