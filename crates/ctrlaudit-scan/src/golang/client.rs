@@ -115,10 +115,12 @@ impl Walk<'_, '_> {
     ) -> Option<ApiCall> {
         // client-go's scale client (`sc.Scales(ns).Get(ctx, groupResource, name, opts)`): a GET of a workload's
         // scale subresource, from the API server every time.
-        if method == "Get" && args.len() == 4 && is_context(self.src, args[0]) {
-            if dynamic_step(self.src, resource, "Scales").is_some() {
-                return Some(self.typed_call(func, ApiMethod::Get, Some("Scale".into()), place));
-            }
+        if method == "Get"
+            && args.len() == 4
+            && is_context(self.src, args[0])
+            && dynamic_step(self.src, resource, "Scales").is_some()
+        {
+            return Some(self.typed_call(func, ApiMethod::Get, Some("Scale".into()), place));
         }
         let accessor_kind = match resource.kind() {
             // A typed client held in a variable: `secrets := cs.CoreV1().Secrets(ns)`, or a parameter typed
