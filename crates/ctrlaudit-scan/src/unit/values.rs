@@ -35,6 +35,7 @@ const LIBRARY_METHODS: &[(&str, usize)] = &[
     ("Read", 1),
     ("Forget", 1),
 ];
+
 impl Unit<'_> {
     /// The function a call of `name` (from `from_file`) runs, when it returns a volatile value.
     pub fn volatile_return(&self, name: &str, from_file: usize) -> Option<(FnId, &VolatileReturn)> {
@@ -81,7 +82,8 @@ impl Unit<'_> {
 
     /// The functions a call may run ([`Self::resolve_callee`]); in Go, a method reached by its name alone only
     /// where the call gives at least all its parameters but one (a variadic one may get none; the front end does
-    /// not record which is variadic): a workqueue's `Get()` is not the module's `Get(ctx, key)`.
+    /// not record which is variadic): a workqueue's `Get()` is not the module's `Get(ctx, key)`; and never for a
+    /// call of an everyday library method on a value of unknown type ([`LIBRARY_METHODS`]).
     pub fn resolve_call(&self, c: &crate::sema::Call, from: FnId) -> Vec<FnId> {
         let from_file = from.0;
         if self.files[from_file].lang == crate::sema::Lang::Go
