@@ -305,6 +305,7 @@ impl<'ast> Extractor<'_, 'ast> {
             then_writes_on_branch: false,
             leaves_phase: self.phase_arms.iter().any(|(_, moved)| *moved),
             server_side_apply: false,
+            one_page: false,
             cached: false,
             client: None,
             text,

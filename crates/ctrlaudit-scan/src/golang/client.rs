@@ -7,6 +7,8 @@ use crate::sema::{ApiArgCall, ApiCall, ApiMethod, Callee};
 use std::collections::HashSet;
 use tree_sitter::Node;
 
+/// The most items a list may ask for and still cost about what a get does (see `ApiCall::one_page`).
+const SMALL_PAGE: u64 = 10;
 impl Walk<'_, '_> {
     /// A controller-runtime client call: `r.Get(ctx, key, &obj)`, `r.Client.Update(ctx, obj)`,
     /// `r.Status().Patch(ctx, obj, patch)`; or a client-go clientset call (see `clientset_call`).
@@ -169,9 +171,18 @@ impl Walk<'_, '_> {
                 .and_then(|o| root_ident(self.src, *o))
                 .is_some_and(|v| self.status_set.contains(v));
         let ssa = method.starts_with("Apply");
+        // `List(ctx, metav1.ListOptions{Limit: 1})`: a page of a few items (to learn the collection's
+        // resourceVersion), which costs what a get does.
+        let one_page = m == ApiMethod::List
+            && args.get(1).is_some_and(|o| {
+                syntax::keyed_value(self.src, strip_ref(*o), "Limit")
+                    .and_then(|v| self.src.text(v).parse::<u64>().ok())
+                    .is_some_and(|n| n <= SMALL_PAGE)
+            });
         Some(ApiCall {
             body_has_status,
             server_side_apply: ssa,
+            one_page,
             ..self.typed_call(func, m, kind, place)
         })
     }
@@ -271,6 +282,7 @@ impl Walk<'_, '_> {
             then_writes_on_branch: false,
             leaves_phase: self.after_phase_move(place),
             server_side_apply: false,
+            one_page: false,
             cached: false,
             client: None,
             text: self.src.compact(func, 80),

@@ -319,3 +319,30 @@ fn a_read_only_a_timer_reaches_is_reported_at_info_and_a_wait_there_not_at_all()
     );
     assert!(found.iter().all(|f| !f.message.contains("every reconcile")));
 }
+
+#[test]
+fn a_list_of_one_small_page_is_reported_at_info_a_whole_list_at_warning() {
+    use crate::finding::Severity;
+    let name = "bad_list_of_a_collection_and_a_page_of_one.go";
+    let path = format!(
+        "{}/../../fixtures/scan/CA303-uncached-read-in-reconcile/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(path).unwrap();
+    let found = crate::scan_source(name, &text, &Default::default());
+    let mut got: Vec<(&str, usize, Severity)> = found
+        .iter()
+        .filter_map(|f| match &f.subject {
+            crate::finding::Subject::Source(span) => Some((f.code.as_ref(), span.line, f.severity)),
+            _ => None,
+        })
+        .collect();
+    got.sort_by_key(|g| g.1);
+    assert_eq!(
+        got,
+        vec![
+            ("CA303", 32, Severity::Warning),
+            ("CA303", 36, Severity::Info)
+        ]
+    );
+}

@@ -77,7 +77,8 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
                 f.message
                     .push_str(" (inside a conflict retry, whose first attempt reads live too)");
             }
-            if !is_list || retry_read || timer {
+            // A list of one page of a few items (`Limit: 1`) costs what a get does.
+            if !is_list || call.one_page || retry_read || timer {
                 f.severity = Severity::Info;
             }
             f.evidence = cx.call_path(id);

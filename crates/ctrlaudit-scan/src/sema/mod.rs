@@ -432,6 +432,8 @@ pub struct ApiCall<M = ApiMethod> {
     pub leaves_phase: bool,
     /// A server-side apply (`Patch::Apply`, `PatchParams::apply(..)`): puts an object in its desired state.
     pub server_side_apply: bool,
+    /// A list limited to a few items (`metav1.ListOptions{Limit: 1}`): it costs the API server what a get does.
+    pub one_page: bool,
     /// A read served from the client's informer cache (controller-runtime's manager client), not by the API
     /// server. kube-rs's `Api` reads are never cached.
     pub cached: bool,
@@ -464,6 +466,7 @@ impl<M> ApiCall<M> {
             then_writes_on_branch: self.then_writes_on_branch,
             leaves_phase: self.leaves_phase,
             server_side_apply: self.server_side_apply,
+            one_page: self.one_page,
             cached: self.cached,
             client: self.client,
             text: self.text,
