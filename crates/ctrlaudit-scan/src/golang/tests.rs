@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used)]
 
 use super::*;
+use crate::finding::Severity;
 use crate::sema::{ApiMethod, ConcurrencyConfig};
 
 const HEAD: &str = "package controller\n\nimport (\n\t\"context\"\n\t\"time\"\n\n\tmetav1 \"k8s.io/apimachinery/pkg/apis/meta/v1\"\n\tctrl \"sigs.k8s.io/controller-runtime\"\n\t\"sigs.k8s.io/controller-runtime/pkg/client\"\n\t\"sigs.k8s.io/controller-runtime/pkg/controller\"\n\t\"sigs.k8s.io/controller-runtime/pkg/predicate\"\n\n\tappv1 \"example.com/widget/api/v1\"\n)\n\n";
@@ -266,7 +267,6 @@ fn a_write_error_dropped_is_not_propagated_and_ranges_type_their_items() {
 
 #[test]
 fn a_label_of_a_metric_whose_series_are_deleted_is_reported_at_info() {
-    use crate::finding::Severity;
     let dir = "../../fixtures/scan/CA402-unbounded-metric-label";
     for (name, expected) in [
         (
@@ -294,55 +294,49 @@ fn a_label_of_a_metric_whose_series_are_deleted_is_reported_at_info() {
     }
 }
 
-#[test]
-fn a_read_only_a_timer_reaches_is_reported_at_info_and_a_wait_there_not_at_all() {
-    use crate::finding::Severity;
-    let name = "bad_timer_loops_read_through_a_clientset.go";
+/// The findings scan gives a CA303 fixture, each with its severity, by line; and their messages.
+fn ca303_fixture_severities(name: &str) -> (Vec<(String, usize, Severity)>, Vec<String>) {
     let path = format!(
         "{}/../../fixtures/scan/CA303-uncached-read-in-reconcile/{name}",
         env!("CARGO_MANIFEST_DIR")
     );
     let text = std::fs::read_to_string(path).unwrap();
     let found = crate::scan_source(name, &text, &Default::default());
-    let mut got: Vec<(&str, usize, Severity)> = found
+    let mut got: Vec<(String, usize, Severity)> = found
         .iter()
         .filter_map(|f| match &f.subject {
-            crate::finding::Subject::Source(span) => Some((f.code.as_ref(), span.line, f.severity)),
+            crate::finding::Subject::Source(span) => {
+                Some((f.code.to_string(), span.line, f.severity))
+            }
             _ => None,
         })
         .collect();
     got.sort_by_key(|g| g.1);
+    (got, found.into_iter().map(|f| f.message).collect())
+}
+
+#[test]
+fn a_read_only_a_timer_reaches_is_reported_at_info_and_a_wait_there_not_at_all() {
+    let (got, messages) = ca303_fixture_severities("bad_timer_loops_read_through_a_clientset.go");
     // The LIST of a timer is bounded by its period: info, not the warning of a LIST per event.
     assert_eq!(
         got,
-        vec![("CA303", 37, Severity::Info), ("CA303", 61, Severity::Info)]
+        vec![
+            ("CA303".to_string(), 37, Severity::Info),
+            ("CA303".to_string(), 61, Severity::Info)
+        ]
     );
-    assert!(found.iter().all(|f| !f.message.contains("every reconcile")));
+    assert!(messages.iter().all(|m| !m.contains("every reconcile")));
 }
 
 #[test]
 fn a_list_of_one_small_page_is_reported_at_info_a_whole_list_at_warning() {
-    use crate::finding::Severity;
-    let name = "bad_list_of_a_collection_and_a_page_of_one.go";
-    let path = format!(
-        "{}/../../fixtures/scan/CA303-uncached-read-in-reconcile/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let text = std::fs::read_to_string(path).unwrap();
-    let found = crate::scan_source(name, &text, &Default::default());
-    let mut got: Vec<(&str, usize, Severity)> = found
-        .iter()
-        .filter_map(|f| match &f.subject {
-            crate::finding::Subject::Source(span) => Some((f.code.as_ref(), span.line, f.severity)),
-            _ => None,
-        })
-        .collect();
-    got.sort_by_key(|g| g.1);
+    let (got, _) = ca303_fixture_severities("bad_list_of_a_collection_and_a_page_of_one.go");
     assert_eq!(
         got,
         vec![
-            ("CA303", 32, Severity::Warning),
-            ("CA303", 36, Severity::Info)
+            ("CA303".to_string(), 32, Severity::Warning),
+            ("CA303".to_string(), 36, Severity::Info)
         ]
     );
 }
