@@ -306,6 +306,7 @@ impl<'ast> Extractor<'_, 'ast> {
             leaves_phase: self.phase_arms.iter().any(|(_, moved)| *moved),
             server_side_apply: false,
             one_page: false,
+            unversioned: false,
             cached: false,
             client: None,
             text,

@@ -15,6 +15,7 @@ impl Extractor<'_, '_> {
                 off_runtime,
                 repeats_write: false,
                 never_retries: false,
+                kept: false,
             });
         }
     }

@@ -102,6 +102,8 @@ pub(super) struct Walk<'s, 't> {
     pub(super) map_keys: HashMap<String, String>,
     /// Locals bound to a requeue (`rr := ctrl.Result{RequeueAfter: d}`) and not assigned since (see `requeues`).
     pub(super) result_locals: HashMap<String, crate::sema::Requeue>,
+    /// Objects built here from a literal and given no resourceVersion since (see `ApiCall::unversioned`).
+    pub(super) built: HashSet<String>,
 }
 
 /// The model of one function or method declaration; Controllers it builds go to `model`.
@@ -145,6 +147,7 @@ pub(super) fn function(
         range_kinds: HashMap::new(),
         map_keys: HashMap::new(),
         result_locals: HashMap::new(),
+        built: HashSet::new(),
     };
     if let Some(list) = decl.child_by_field_name("parameters") {
         w.declare_params(list);
@@ -423,6 +426,7 @@ impl<'s, 't> Walk<'s, 't> {
             .unwrap_or_default();
         // Asked of both the module call and the library call below (see `CallCtx::never_retries`).
         let once = never_retries(self.src, &args);
+        self.built_used(func, &args);
         if let Some(c) = controllers::chain(self.src, self.imports, n, &self.builders) {
             let m = controllers::model(self, c, n);
             self.controllers.push(m);
@@ -451,7 +455,8 @@ impl<'s, 't> Walk<'s, 't> {
         if let Some(m) = self.queue_method(func, &args, place.in_loop) {
             self.queue_seen.insert(m);
         }
-        if let Some(call) = self.api_call(func, &args, place) {
+        if let Some(mut call) = self.api_call(func, &args, place) {
+            call.unversioned = self.unversioned(&call, &args);
             if call.is_write()
                 && let Some(obj) = object_arg(&call.method, &args)
                 && let Some(var) = root_ident(self.src, obj)
@@ -547,6 +552,7 @@ impl<'s, 't> Walk<'s, 't> {
                 off_runtime: place.detached,
                 repeats_write: false,
                 never_retries: once,
+                kept: n.parent().is_some_and(|p| p.kind() == "expression_list"),
             });
         }
         self.expr(func, place);

@@ -283,6 +283,7 @@ impl Walk<'_, '_> {
             leaves_phase: self.after_phase_move(place),
             server_side_apply: false,
             one_page: false,
+            unversioned: false,
             cached: false,
             client: None,
             text: self.src.compact(func, 80),

@@ -326,7 +326,8 @@ pub(super) fn watched_kind(src: &Src<'_>, body: Node<'_>, c: &mut ControllerMode
             return false;
         };
         let args: Vec<Node> = named_children(args).collect();
-        // `source.Kind(cache, &T{}, handler, preds...)` or `c.Watch(&source.Kind{Type: &T{}}, handler, preds...)`.
+        // `source.Kind(cache, &T{}, handler, preds...)`, `c.Watch(source.Kind(cache, &T{}), handler, preds...)`
+        // (controller-runtime 0.15 to 0.17) or `c.Watch(&source.Kind{Type: &T{}}, handler, preds...)`.
         let Some(at) = args
             .iter()
             .position(|a| src.text(*a).contains("EnqueueRequestForObject"))
@@ -334,7 +335,17 @@ pub(super) fn watched_kind(src: &Src<'_>, body: Node<'_>, c: &mut ControllerMode
             return false;
         };
         let kind = args[..at].iter().rev().find_map(|a| {
-            let a = strip_ref(*a);
+            let mut a = strip_ref(*a);
+            if a.kind() == "call_expression"
+                && a.child_by_field_name("function")
+                    .is_some_and(|f| src.text(f).ends_with("Kind"))
+            {
+                a = a.child_by_field_name("arguments").and_then(|x| {
+                    named_children(x)
+                        .map(strip_ref)
+                        .find(|x| x.kind() == "composite_literal")
+                })?;
+            }
             if a.kind() != "composite_literal" {
                 return None;
             }

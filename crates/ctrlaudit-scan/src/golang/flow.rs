@@ -50,8 +50,12 @@ impl Walk<'_, '_> {
         }
         for (l, r) in lefts.iter().zip(&rights) {
             if l.kind() == "identifier" {
+                if s.kind() == "assignment_statement" && lefts.len() == rights.len() {
+                    self.bind_built(self.src.text(*l), *r);
+                }
                 continue;
             }
+            self.built_meta_set(*l);
             self.label_set_entry(*l, *r);
             self.note_phase_set(s, *l, *r, place);
             // `c.syncHandler = c.sync`.
@@ -109,6 +113,7 @@ impl Walk<'_, '_> {
         }
         for (n, v) in names.iter().zip(values) {
             let name = self.src.text(*n).to_string();
+            self.bind_built(&name, *v);
             // `waiter := eks.NewClusterActiveWaiter(k)`: its methods are taken as that package's (see `callee`).
             if let Some(pkg) = self.result_package(*v) {
                 self.local_packages.insert(name.clone(), pkg.to_string());
@@ -213,4 +218,75 @@ pub(super) fn key_of(src: &Src<'_>, lhs: Node<'_>, var: &str) -> String {
         .and_then(|r| r.strip_prefix('.'))
         .unwrap_or(&t)
         .to_string()
+}
+
+impl Walk<'_, '_> {
+    /// `ds := &apps.DaemonSet{ObjectMeta: .., Spec: ..}`: an object built here, with no resourceVersion, until it is
+    /// read into or given one (see `ApiCall::unversioned`). An empty literal (`obj := &v1.Foo{}`) is there to be
+    /// read into, and is not counted.
+    fn bind_built(&mut self, name: &str, v: Node<'_>) {
+        let lit = syntax::strip_ref(v);
+        let built = lit.kind() == "composite_literal"
+            && !syntax::keyed_elements(lit).is_empty()
+            && !self.src.text(lit).contains("ResourceVersion")
+            && self.kind_of(v).is_some();
+        if built {
+            self.built.insert(name.to_string());
+        } else {
+            self.built.remove(name);
+        }
+    }
+
+    /// `ds.ResourceVersion = old.ResourceVersion`, `ds.ObjectMeta = old.ObjectMeta`, `*ds = *old`: the object
+    /// now carries a resourceVersion.
+    fn built_meta_set(&mut self, l: Node<'_>) {
+        let Some(var) = root_ident(self.src, l) else {
+            return;
+        };
+        let path = self.src.compact(l, 120);
+        if path.contains("ResourceVersion") || path.ends_with("ObjectMeta") || path.starts_with('*')
+        {
+            self.built.remove(var);
+        }
+    }
+
+    /// A call that may give a built object a resourceVersion: a read into it (`r.Get(ctx, key, ds)`), a copy
+    /// into it (`old.DeepCopyInto(ds)`), a setter (`ds.SetResourceVersion(v)`).
+    pub(super) fn built_used(&mut self, func: Node<'_>, args: &[Node<'_>]) {
+        if self.built.is_empty() || func.kind() != "selector_expression" {
+            return;
+        }
+        let Some(field) = func.child_by_field_name("field") else {
+            return;
+        };
+        let m = self.src.text(field);
+        let on = func.child_by_field_name("operand");
+        if m.contains("ResourceVersion") || m == "SetObjectMeta" {
+            if let Some(var) = on.and_then(|o| root_ident(self.src, o)) {
+                self.built.remove(var);
+            }
+        }
+        if matches!(
+            m,
+            "Get" | "List" | "DeepCopyInto" | "Into" | "Decode" | "Unmarshal"
+        ) {
+            for a in args {
+                if let Some(var) = root_ident(self.src, *a) {
+                    self.built.remove(var);
+                }
+            }
+        }
+    }
+
+    /// Is `call` a PUT of an object built here from a literal (see `ApiCall::unversioned`)?
+    pub(super) fn unversioned(&self, call: &crate::sema::ApiCall, args: &[Node<'_>]) -> bool {
+        use crate::sema::ApiMethod;
+        if !matches!(call.method, ApiMethod::Replace | ApiMethod::ReplaceStatus) {
+            return false;
+        }
+        super::client::object_arg(&call.method, args)
+            .map(syntax::strip_ref)
+            .filter(|o| o.kind() == "identifier")
+            .is_some_and(|o| self.built.contains(self.src.text(o)))
+    }
 }

@@ -414,5 +414,24 @@ pub(crate) fn timer_receive(src: &Src<'_>, n: Node<'_>) -> Option<String> {
     let field = (channel.kind() == "selector_expression")
         .then(|| channel.child_by_field_name("field"))
         .flatten()?;
-    (src.text(field) == "C").then(|| format!("<-{}", src.compact(operand, 60)))
+    if src.text(field) != "C" || drains_buffered(src, n, operand) {
+        return None;
+    }
+    Some(format!("<-{}", src.compact(operand, 60)))
+}
+
+/// `if len(t.C) > 0 { <-t.C }`: a receive only once the channel holds a value, which never waits (a ticker's
+/// channel drained after `Reset`).
+fn drains_buffered(src: &Src<'_>, n: Node<'_>, channel: Node<'_>) -> bool {
+    let guard = format!("len({})", src.text(channel));
+    std::iter::successors(n.parent(), |p| p.parent())
+        .take_while(|p| {
+            !matches!(
+                p.kind(),
+                "function_declaration" | "method_declaration" | "func_literal"
+            )
+        })
+        .find(|p| p.kind() == "if_statement")
+        .and_then(|i| i.child_by_field_name("condition"))
+        .is_some_and(|c| src.text(c).contains(&guard))
 }

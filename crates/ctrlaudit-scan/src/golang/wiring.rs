@@ -151,6 +151,7 @@ impl<'t> Walk<'_, 't> {
                 off_runtime: place.detached,
                 repeats_write: false,
                 never_retries: false,
+                kept: false,
             });
         }
     }

@@ -220,6 +220,10 @@ fn go_check(
         if call.method.verb() != Verb::Update || call.in_retry || call.on_deletion || !call.propagated {
             continue;
         }
+        // An object built here carries no resourceVersion: an unconditional PUT, never a 409.
+        if call.unversioned {
+            continue;
+        }
         let Some((kind, who)) = call.kind.as_deref().and_then(|k| racing.get_key_value(k)) else {
             continue;
         };

@@ -70,7 +70,20 @@ fn blocking_calls<'a>(
         .filter(|c| !c.repeats_write)
         // A poll whose condition never asks again (`return true, nil` or an error) runs it once.
         .filter(|c| !c.never_retries)
+        .filter(|c| !c.kept || !kept_timer(c) || !func.resolved_calls.iter().any(waits_here))
         .filter_map(move |c| Some((c.at.in_file(&func.span.file), blocks(&c.callee, lang)?)))
+}
+
+/// A timer's channel kept for a later `select` (`tt := time.After(timeout)`): the function's wait only when it
+/// waits on nothing else (`case ev := <-events: .. case <-tt:`); beside a wait of its own (`case
+/// <-time.After(period): .. case <-tt:`) that one is the wait, and the kept timer only bounds it.
+fn kept_timer(c: &crate::sema::ResolvedCall) -> bool {
+    matches!(&c.callee, Callee::Path(p) if p == "time::After" || p == "time::Tick")
+}
+
+/// A Go wait made where it is written, not a timer kept for later.
+fn waits_here(c: &crate::sema::ResolvedCall) -> bool {
+    !(c.kept && kept_timer(c)) && !c.off_runtime && blocks(&c.callee, Lang::Go).is_some()
 }
 
 /// The crate's own waiting helpers: a function named for waiting (`waitForMachineCreation`, `PollImmediate`,

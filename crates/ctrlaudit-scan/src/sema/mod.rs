@@ -281,6 +281,9 @@ pub struct ResolvedCall {
     pub repeats_write: bool,
     /// Handed a poll condition that never asks to be tried again (see [`CallCtx::never_retries`]).
     pub never_retries: bool,
+    /// Its result is kept for later rather than waited on where it is (`tt := time.After(timeout)`, received in
+    /// a `select` further on): the function's wait when it has no other.
+    pub kept: bool,
 }
 
 /// A place in a file whose name is known from elsewhere (the function's [`FnModel::span`]).
@@ -434,6 +437,9 @@ pub struct ApiCall<M = ApiMethod> {
     pub server_side_apply: bool,
     /// A list limited to a few items (`metav1.ListOptions{Limit: 1}`): it costs the API server what a get does.
     pub one_page: bool,
+    /// A PUT of an object this function built from a literal and never read into (`ds := &apps.DaemonSet{..}`
+    /// then `Update(ctx, ds, ..)`): it carries no resourceVersion, so the API server never answers it 409.
+    pub unversioned: bool,
     /// A read served from the client's informer cache (controller-runtime's manager client), not by the API
     /// server. kube-rs's `Api` reads are never cached.
     pub cached: bool,
@@ -467,6 +473,7 @@ impl<M> ApiCall<M> {
             leaves_phase: self.leaves_phase,
             server_side_apply: self.server_side_apply,
             one_page: self.one_page,
+            unversioned: self.unversioned,
             cached: self.cached,
             client: self.client,
             text: self.text,

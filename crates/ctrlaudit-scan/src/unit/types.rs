@@ -14,6 +14,10 @@ pub(super) struct TypeIndex<'m> {
     interfaces: HashMap<(&'m str, &'m str), &'m InterfaceDecl>,
     /// Struct types embedding another module's type: they may have methods the source does not show.
     embedding: HashSet<(&'m str, &'m str)>,
+    /// The methods of each package's types by name, and the method names its interfaces declare: what a value
+    /// a package's function returns (`mgrs := mgr.New(..)`) may run (see `Unit::package_methods`).
+    package_methods: HashMap<(&'m str, &'m str), Vec<FnId>>,
+    interface_methods: HashSet<(&'m str, &'m str)>,
     /// Package directories by import path (`FileModel::package`).
     dirs: HashMap<&'m str, &'m str>,
     /// Some Go file was read without its module (a fixture, a lone file): its package is known by its
@@ -38,6 +42,9 @@ impl<'m> TypeIndex<'m> {
             }
             for i in &f.interfaces {
                 ix.interfaces.insert((dir, i.name.as_str()), i);
+                for m in &i.methods {
+                    ix.interface_methods.insert((dir, m.as_str()));
+                }
             }
             for t in &f.embedding_types {
                 ix.embedding.insert((dir, t.as_str()));
@@ -48,6 +55,10 @@ impl<'m> TypeIndex<'m> {
                         .entry((dir, t.as_str()))
                         .or_default()
                         .insert(func.name.as_str(), (fi, ni));
+                    ix.package_methods
+                        .entry((dir, func.name.as_str()))
+                        .or_default()
+                        .push((fi, ni));
                 }
             }
         }
@@ -98,6 +109,20 @@ impl Unit<'_> {
         }
         let own = self.types.methods.get(&(dir, name))?.get(method)?;
         Some(vec![*own])
+    }
+
+    /// `mgrs := mgr.New(..)` then `mgrs.Start()`: a value one of the unit's packages returns is, as a
+    /// constructor's, of one of that package's types, so the method is that package's types' (`mgr.Cluster`'s
+    /// `Start`, not the module's forty other `Start`s, a name too common to follow). `None` when the package has
+    /// no method of that name or an interface of its own declares it (the value may then be any implementation),
+    /// where the caller falls back to the method's name.
+    pub(super) fn package_methods(&self, path: &str, method: &str) -> Option<Vec<FnId>> {
+        let dir = self.package_dir_of(path)?;
+        if self.types.interface_methods.contains(&(dir, method)) {
+            return None;
+        }
+        let found = self.types.package_methods.get(&(dir, method))?;
+        (found.len() <= super::MAX_METHOD_TARGETS).then(|| found.clone())
     }
 
     /// The package directory of `t`, declared in a file of `dir`; `None` for another module's package.

@@ -168,9 +168,11 @@ impl Unit<'_> {
     pub fn resolve_callee(&self, callee: &Callee, from_file: usize) -> Vec<FnId> {
         let found = match callee {
             Callee::Method(m) => self.resolve_method(m),
-            // Of one of the unit's packages, a method like any other (a field of function type included); of
-            // another module's, none of the unit's.
-            Callee::TypedMethod(package, m) if self.has_package(package) => self.resolve_method(m),
+            // Of one of the unit's packages, that package's method of the name, else a method like any other (a
+            // field of function type included); of another module's, none of the unit's.
+            Callee::TypedMethod(package, m) if self.has_package(package) => self
+                .package_methods(package, m)
+                .unwrap_or_else(|| self.resolve_method(m)),
             Callee::TypedMethod(..) => return Vec::new(),
             Callee::OnType(t, m) => match self.resolve_on_type(t, m, from_file) {
                 Some(found) => return found,
