@@ -497,9 +497,10 @@ pub(super) fn literal_sets_status(src: &Src<'_>, obj: Node<'_>) -> bool {
     syntax::keyed_value(src, obj, "Status").is_some()
 }
 
-/// The first argument is a context: `ctx`, `reqCtx`, `context.TODO()`.
+/// The first argument is a context: `ctx`, `reqCtx`, `context.TODO()`, a context kept in a struct
+/// (`c.clusterInfo.Context`, `r.opManagerContext`) or a method's (`cmd.Context()`).
 pub(super) fn is_context(src: &Src<'_>, a: Node<'_>) -> bool {
-    let t = src.text(a);
+    let t = src.text(a).to_ascii_lowercase();
     // `context` itself: a parameter named after the package it shadows.
-    t.to_ascii_lowercase().contains("ctx") || t.starts_with("context.") || t == "context"
+    t.contains("ctx") || t.contains("context")
 }

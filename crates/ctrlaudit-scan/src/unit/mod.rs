@@ -380,6 +380,7 @@ impl<'m> Unit<'m> {
                     || is_knative_reconcile(func)
                     || is_crossplane_observe(func)
                     || is_volume_provisioner(func)
+                    || is_kooper_handler(func)
                 {
                     roots.insert((fi, ni), ());
                 }
@@ -547,6 +548,12 @@ fn is_volume_provisioner(func: &FnModel) -> bool {
                 "Context,ProvisionOptions->*PersistentVolume,ProvisioningState,error"
             ) | ("Delete", "Context,*PersistentVolume->error")
         )
+}
+
+/// spotahome/kooper's `Handler`: its controller's workers call `Handle(ctx, runtime.Object)` for each object
+/// taken off the queue, as controller-runtime's call `Reconcile`.
+fn is_kooper_handler(func: &FnModel) -> bool {
+    func.self_ty.is_some() && func.name == "Handle" && func.signature == "Context,Object->error"
 }
 
 /// knative.dev/pkg's reconciler methods: `ReconcileKind`/`FinalizeKind` of a receiver, taking the context and a
