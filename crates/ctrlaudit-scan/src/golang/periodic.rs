@@ -20,8 +20,10 @@ const RUNNERS: &[&str] = &[
 ];
 
 /// A `for` that runs on a timer: `for range t.C`, `for range time.Tick(d)`, or a loop with no condition whose
-/// body (not a closure in it) receives from a ticker or timer (`<-t.C`, `<-tickChan`). A loop that only sleeps
-/// or waits on `time.After` is as often a poll that ends as a schedule: left out.
+/// body (not a closure in it) receives from a ticker or timer (`<-t.C`, `<-tickChan`), or whose `select` does
+/// its work in a `case <-time.After(d):` that never leaves the loop (a status checker until its context is
+/// done). A loop that only sleeps, or whose `time.After` case returns when something is ready, is as often a poll
+/// that ends as a schedule: left out.
 pub(super) fn timer_loop(src: &Src<'_>, s: Node<'_>) -> bool {
     if named_children(s).any(is_condition) {
         return false;
@@ -49,9 +51,38 @@ pub(super) fn timer_loop(src: &Src<'_>, s: Node<'_>) -> bool {
         {
             return true;
         }
+        if n.kind() == "communication_case" && works_on_timer(src, n) {
+            return true;
+        }
         stack.extend(named_children(n).filter(|c| c.kind() != "func_literal"));
     }
     false
+}
+
+/// `case <-time.After(d): c.checkStatus(ctx)`: a case of a timer made anew each time round, with work to do and
+/// no way out of the loop (no `return`, no `break`).
+fn works_on_timer(src: &Src<'_>, case: Node<'_>) -> bool {
+    let Some(comm) = case.child_by_field_name("communication") else {
+        return false;
+    };
+    let text = src.text(comm);
+    if !(text.starts_with("<-time.After(") || text.starts_with("<-time.Tick(")) {
+        return false;
+    }
+    let work: Vec<Node<'_>> = named_children(case)
+        .filter(|c| c.id() != comm.id() && c.kind() != "comment")
+        .collect();
+    let mut stack = work.clone();
+    while let Some(n) = stack.pop() {
+        if matches!(
+            n.kind(),
+            "return_statement" | "break_statement" | "goto_statement"
+        ) {
+            return false;
+        }
+        stack.extend(named_children(n).filter(|c| c.kind() != "func_literal"));
+    }
+    !work.is_empty()
 }
 
 /// The loop `s` has a `break` of its own in `body`: unlabelled and not inside an inner loop, `switch` or `select`
