@@ -261,10 +261,10 @@ impl Walk<'_, '_> {
         };
         let m = self.src.text(field);
         let on = func.child_by_field_name("operand");
-        if m.contains("ResourceVersion") || m == "SetObjectMeta" {
-            if let Some(var) = on.and_then(|o| root_ident(self.src, o)) {
-                self.built.remove(var);
-            }
+        if (m.contains("ResourceVersion") || m == "SetObjectMeta")
+            && let Some(var) = on.and_then(|o| root_ident(self.src, o))
+        {
+            self.built.remove(var);
         }
         if matches!(
             m,

@@ -70,6 +70,11 @@ impl Walk<'_, '_> {
                 }) || (f.kind() == "selector_expression"
                     && f.child_by_field_name("field")
                         .is_some_and(|m| self.src.text(m) == "GetAPIReader"));
+                // `client.New(cfg, client.Options{Cache: &client.CacheOptions{Reader: mgr.GetCache()}})`: reads
+                // are served by that cache (OpenKruise's client per controller).
+                if made_uncached && self.reads_through_cache(v) {
+                    return Some(ClientOrigin::Cache);
+                }
                 if made_uncached {
                     return Some(ClientOrigin::Uncached);
                 }
@@ -81,8 +86,28 @@ impl Walk<'_, '_> {
                 }
                 self.callee(f).map(ClientOrigin::Returned)
             }
+            "selector_expression" => {
+                let field = self.src.text(v.child_by_field_name("field")?).to_string();
+                let ty = self.type_of(v.child_by_field_name("operand")?)?;
+                Some(ClientOrigin::Field(ty, field))
+            }
             _ => None,
         }
+    }
+
+    /// The options of `client.New(cfg, opts)` give it a cache to read from (`Cache: &client.CacheOptions{Reader:
+    /// ..}`).
+    fn reads_through_cache(&self, call: Node<'_>) -> bool {
+        call.child_by_field_name("arguments")
+            .and_then(|a| named_children(a).nth(1))
+            .map(syntax::strip_ref)
+            .filter(|o| o.kind() == "composite_literal")
+            .and_then(|o| syntax::keyed_value(self.src, o, "Cache"))
+            .map(syntax::strip_ref)
+            .is_some_and(|c| {
+                c.kind() == "composite_literal"
+                    && syntax::keyed_value(self.src, c, "Reader").is_some()
+            })
     }
 
     /// `x := v`, `x, err := v`, `x = v`, `var x = v`: what each local now holds.
@@ -223,10 +248,7 @@ impl Walk<'_, '_> {
     /// A call of the module's function handing it a client with no cache, or a parameter passed on.
     pub(super) fn client_args(&mut self, callee: &Callee, args: &[Node<'_>]) {
         for (index, a) in args.iter().enumerate() {
-            if let Some(
-                from @ (ClientOrigin::Uncached | ClientOrigin::Cache | ClientOrigin::Param(_)),
-            ) = self.client_origin(*a)
-            {
+            if let Some(from) = self.client_origin(*a) {
                 self.f.client_args.push(ClientArg {
                     callee: callee.clone(),
                     index,
@@ -272,8 +294,10 @@ impl Walk<'_, '_> {
                 if self.clients.cache.contains(name) {
                     return (false, Some(ClientRef::Cache));
                 }
-                let returned = self.clients.returned.get(name).cloned();
-                (false, returned.map(ClientRef::Returned))
+                if let Some(returned) = self.clients.returned.get(name) {
+                    return (false, Some(ClientRef::Returned(returned.clone())));
+                }
+                (false, self.params.get(name).map(|&i| ClientRef::Param(i)))
             }
             "selector_expression" => {
                 let field = recv.child_by_field_name("field");

@@ -83,7 +83,7 @@ fn kept_timer(c: &crate::sema::ResolvedCall) -> bool {
 
 /// A Go wait made where it is written, not a timer kept for later.
 fn waits_here(c: &crate::sema::ResolvedCall) -> bool {
-    !(c.kept && kept_timer(c)) && !c.off_runtime && blocks(&c.callee, Lang::Go).is_some()
+    !(c.off_runtime || c.kept && kept_timer(c)) && blocks(&c.callee, Lang::Go).is_some()
 }
 
 /// The crate's own waiting helpers: a function named for waiting (`waitForMachineCreation`, `PollImmediate`,

@@ -16,6 +16,9 @@ pub enum ClientOrigin {
     Returned(Callee),
     /// A manager's informer cache as a reader (`mgr.GetCache()`): it serves every kind, unstructured ones too.
     Cache,
+    /// A struct field (`r.client`, handed on): whatever the join traced to it. The struct type's name, the
+    /// field's.
+    Field(String, String),
 }
 
 /// A value stored in a struct field (`kubeClient: c` in a literal, `r.kubeClient = c`): the struct type's name,
@@ -28,7 +31,8 @@ pub struct ClientStore {
 }
 
 /// A value handed to a function of the module (`NewTaskReconciler(noCacheClient, ..)`), by position. Only values
-/// known to be uncached, or a parameter passed on, are recorded.
+/// whose origin is known (a client made here, a parameter or a field passed on, a function's result) are
+/// recorded.
 #[derive(Debug, Clone)]
 pub struct ClientArg {
     pub callee: Callee,
@@ -36,9 +40,10 @@ pub struct ClientArg {
     pub from: ClientOrigin,
 }
 
-/// Which client an API call is made on, where the front end cannot tell yet whether it has a cache. A parameter
-/// is not one: which client it holds depends on the caller (velero's update helpers get the manager's client
-/// from reconcile and one with no cache at start-up), so a read through one is judged as cached.
+/// Which client an API call is made on, where the front end cannot tell yet whether it has a cache. Which client
+/// a parameter holds depends on the caller (velero's update helpers get the manager's client from reconcile and
+/// one with no cache at start-up): a read through one is judged uncached only when every caller hands one the
+/// join traced to no cache.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ClientRef {
     /// A struct field (`r.kubeClient.Get(..)`): the struct type's name, the field's.
@@ -47,6 +52,9 @@ pub enum ClientRef {
     Returned(Callee),
     /// A manager's informer cache, here (`mgr.GetCache().Get(..)`, or a local holding it).
     Cache,
+    /// The function's parameter at this position (the receiver not counted): `cl.Get(..)` in
+    /// `func getObject(ctx, cl client.Client, ..)`.
+    Param(usize),
 }
 
 /// One manager's client cache as a function sets it up (see [`FileModel::caches`]): the join gives its

@@ -170,13 +170,40 @@ impl<'m> Unit<'m> {
                         .iter()
                         .any(|f| t.returns.contains(f))
             }
+            ClientOrigin::Field(ty, field) => {
+                let dir = package_dir(&self.files[id.0].path).to_string();
+                t.fields.contains(&(dir, ty.clone(), field.clone()))
+            }
             o => o == seed,
         }
     }
 
     /// Is the client of a call one that was traced to `t`?
-    fn traced_to(&self, t: &Traced, id: FnId, client: Option<&ClientRef>) -> bool {
+    fn traced_to(
+        &self,
+        t: &Traced,
+        seed: &ClientOrigin,
+        id: FnId,
+        client: Option<&ClientRef>,
+    ) -> bool {
         match client {
+            // Some caller hands one, and every caller hands one: each of their calls of `id` gives that position
+            // a client traced to `t`.
+            Some(ClientRef::Param(i)) => {
+                t.params.contains(&(id, *i))
+                    && self.callers(id).iter().all(|&c| {
+                        let handed: Vec<&ClientOrigin> = self
+                            .func(c)
+                            .client_args
+                            .iter()
+                            .filter(|a| {
+                                a.index == *i && self.resolve_callee(&a.callee, c.0).contains(&id)
+                            })
+                            .map(|a| &a.from)
+                            .collect();
+                        !handed.is_empty() && handed.iter().all(|o| self.origin_in(t, seed, c, o))
+                    })
+            }
             None | Some(ClientRef::Cache) => false,
             Some(ClientRef::Field(ty, field)) => {
                 let dir = package_dir(&self.files[id.0].path).to_string();
@@ -202,7 +229,7 @@ impl<'m> Unit<'m> {
         let u = &self.uncached;
         // The informers' cache itself (`mgr.GetCache()`) serves every kind it is asked for.
         if call.client == Some(ClientRef::Cache)
-            || self.traced_to(&u.cache, id, call.client.as_ref())
+            || self.traced_to(&u.cache, &ClientOrigin::Cache, id, call.client.as_ref())
         {
             return None;
         }
@@ -216,9 +243,12 @@ impl<'m> Unit<'m> {
         if call.kind.as_ref().is_some_and(|k| left_out.contains(k)) {
             return Some("the manager's client leaves this kind out of its cache (`DisableFor`)");
         }
-        self.traced_to(&u.uncached, id, call.client.as_ref())
-            .then_some(
-                "the client comes from `client.New` or `GetAPIReader()`, which have no cache",
-            )
+        self.traced_to(
+            &u.uncached,
+            &ClientOrigin::Uncached,
+            id,
+            call.client.as_ref(),
+        )
+        .then_some("the client comes from `client.New` or `GetAPIReader()`, which have no cache")
     }
 }
