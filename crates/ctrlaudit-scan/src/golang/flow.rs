@@ -36,6 +36,10 @@ impl Walk<'_, '_> {
         };
         let lefts: Vec<Node> = named_children(left).collect();
         let rights: Vec<Node> = named_children(right).collect();
+        // `ds, err = c.Get(..)`, `ds, err := ..`: whatever the names held, they now hold a call's results.
+        for l in lefts.iter().filter(|l| l.kind() == "identifier") {
+            self.built.remove(self.src.text(*l));
+        }
         self.bind_clients(&lefts, &rights);
         self.bind_result(s, &lefts, &rights, place);
         if s.kind() == "short_var_declaration" {
@@ -50,7 +54,7 @@ impl Walk<'_, '_> {
         }
         for (l, r) in lefts.iter().zip(&rights) {
             if l.kind() == "identifier" {
-                if s.kind() == "assignment_statement" && lefts.len() == rights.len() {
+                if s.kind() == "assignment_statement" {
                     self.bind_built(self.src.text(*l), *r);
                 }
                 continue;

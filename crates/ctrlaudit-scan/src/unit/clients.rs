@@ -13,8 +13,8 @@ use std::collections::{HashMap, HashSet};
 pub(super) struct Traced {
     /// (package directory, struct type, field).
     fields: HashSet<(String, String, String)>,
-    /// (function, position). They only tell which fields a constructor fills with one; a read through a
-    /// parameter is judged cached (see `ClientRef`).
+    /// (function, position): which fields a constructor fills with one, and which parameters a read through may
+    /// be uncached (only when every caller hands one, see `ClientRef::Param`).
     params: HashSet<(FnId, usize)>,
     returns: HashSet<FnId>,
 }
