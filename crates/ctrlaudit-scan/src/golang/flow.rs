@@ -244,6 +244,9 @@ impl Walk<'_, '_> {
     /// `ds.ResourceVersion = old.ResourceVersion`, `ds.ObjectMeta = old.ObjectMeta`, `*ds = *old`: the object
     /// now carries a resourceVersion.
     fn built_meta_set(&mut self, l: Node<'_>) {
+        if self.built.is_empty() {
+            return;
+        }
         let Some(var) = root_ident(self.src, l) else {
             return;
         };

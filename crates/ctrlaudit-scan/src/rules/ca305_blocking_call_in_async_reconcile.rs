@@ -58,32 +58,30 @@ fn blocks(callee: &Callee, lang: Lang) -> Option<String> {
     }
 }
 
-/// The calls of `func` that block, where they are and what they are.
-fn blocking_calls<'a>(
-    func: &'a FnModel,
-    lang: Lang,
-) -> impl Iterator<Item = (Span, String)> + 'a {
-    func.resolved_calls
-        .iter()
-        .filter(|c| !c.off_runtime)
-        // A poll that repeats a write (`get; update` until no 409) retries; it waits on nothing else.
-        .filter(|c| !c.repeats_write)
-        // A poll whose condition never asks again (`return true, nil` or an error) runs it once.
-        .filter(|c| !c.never_retries)
-        .filter(|c| !c.kept || !kept_timer(c) || !func.resolved_calls.iter().any(waits_here))
-        .filter_map(move |c| Some((c.at.in_file(&func.span.file), blocks(&c.callee, lang)?)))
+/// The calls of `func` that block, where they are and what they are. A timer's channel kept for a later
+/// `select` (`tt := time.After(timeout)`) is the function's wait only when it waits on nothing else (`case ev :=
+/// <-events: .. case <-tt:`); beside a wait of its own (`case <-time.After(period): .. case <-tt:`) that one is
+/// the wait, and the kept timer only bounds it.
+fn blocking_calls(func: &FnModel, lang: Lang) -> Vec<(Span, String)> {
+    let found = |kept: bool| -> Vec<(Span, String)> {
+        func.resolved_calls
+            .iter()
+            .filter(|c| !c.off_runtime)
+            // A poll that repeats a write (`get; update` until no 409) retries; it waits on nothing else.
+            .filter(|c| !c.repeats_write)
+            // A poll whose condition never asks again (`return true, nil` or an error) runs it once.
+            .filter(|c| !c.never_retries)
+            .filter(|c| (c.kept && kept_timer(c)) == kept)
+            .filter_map(|c| Some((c.at.in_file(&func.span.file), blocks(&c.callee, lang)?)))
+            .collect()
+    };
+    let here = found(false);
+    if here.is_empty() { found(true) } else { here }
 }
 
-/// A timer's channel kept for a later `select` (`tt := time.After(timeout)`): the function's wait only when it
-/// waits on nothing else (`case ev := <-events: .. case <-tt:`); beside a wait of its own (`case
-/// <-time.After(period): .. case <-tt:`) that one is the wait, and the kept timer only bounds it.
+/// `time.After(d)`, `time.Tick(d)`: a timer's channel, which waits only where it is received from.
 fn kept_timer(c: &crate::sema::ResolvedCall) -> bool {
     matches!(&c.callee, Callee::Path(p) if p == "time::After" || p == "time::Tick")
-}
-
-/// A Go wait made where it is written, not a timer kept for later.
-fn waits_here(c: &crate::sema::ResolvedCall) -> bool {
-    !(c.off_runtime || c.kept && kept_timer(c)) && blocks(&c.callee, Lang::Go).is_some()
 }
 
 /// The crate's own waiting helpers: a function named for waiting (`waitForMachineCreation`, `PollImmediate`,
@@ -102,7 +100,7 @@ fn waiters(cx: &Ctx<'_>) -> HashSet<FnId> {
     let mut out: HashSet<FnId> = cx
         .unit
         .all_fns()
-        .filter(|&id| blocking_calls(cx.unit.func(id), cx.lang(id.0)).next().is_some())
+        .filter(|&id| !blocking_calls(cx.unit.func(id), cx.lang(id.0)).is_empty())
         .collect();
     // A wrapper of a wrapper (`WaitUntilReady` → `pollUntil` → `wait.PollUntilContextTimeout`), a few levels.
     for _ in 0..3 {
@@ -153,13 +151,19 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
                 .into_iter()
                 .find(|t| waiters.contains(t))?;
             let name = c.callee.name();
-            let what = match blocking_calls(cx.unit.func(target), cx.lang(target.0)).next() {
+            let what = match blocking_calls(cx.unit.func(target), cx.lang(target.0))
+                .into_iter()
+                .next()
+            {
                 Some((_, inner)) => format!("`{name}` (through `{inner}`)"),
                 None => format!("`{name}`"),
             };
             Some((c.at.in_file(&func.span.file), what))
         });
-        let calls = own.map(|(span, what)| (span, format!("`{what}`"))).chain(helpers);
+        let calls = own
+            .into_iter()
+            .map(|(span, what)| (span, format!("`{what}`")))
+            .chain(helpers);
         let guards = func
             .guards_across_await
             .iter()
