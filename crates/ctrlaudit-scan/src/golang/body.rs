@@ -447,6 +447,9 @@ impl<'s, 't> Walk<'s, 't> {
             && self.imports.is(pkg, "k8s.io/apimachinery/pkg/api/errors")
             && let Some(reason) = f.strip_prefix("Is")
         {
+            if reason == "Conflict" {
+                self.f.conflict_tests.push(self.src.pos(n).line);
+            }
             self.f
                 .error_signs
                 .push(ErrorSign::Predicate(format!("is_{}", snake(reason))));

@@ -103,7 +103,11 @@ pub fn analyze(name: &str, text: &str) -> Result<FileModel, GoError> {
                     .field_types
                     .extend(types::field_types(&src, &imports, item));
             }
-            "const_declaration" | "var_declaration" => consts(&src, &imports, item, &mut model),
+            "const_declaration" => consts(&src, &imports, item, &mut model),
+            "var_declaration" => {
+                consts(&src, &imports, item, &mut model);
+                wiring::package_func_values(&src, &imports, item, &mut model.func_fields);
+            }
             "function_declaration" | "method_declaration" => {
                 let f = body::function(&src, &imports, &plain, item, &mut model);
                 model.fns.push(f);

@@ -28,9 +28,15 @@ impl<'t> Walk<'_, 't> {
             .is_some_and(|f| super::client::is_group_version(&field(f)))
     }
 
-    /// A method value (`c.sync`, not called) stored in field `field`: what a call of the field runs.
+    /// A method or function value (`c.sync`, not called) stored in field `field`: what a call of the field runs.
     pub(super) fn func_field(&mut self, field: &str, value: Node<'_>) {
-        if value.kind() == "selector_expression"
+        // A bare name that is no parameter or local of this function: a function of the package
+        // (`upgradeStack: upgrade0_11_0`).
+        let function_name = value.kind() == "identifier" && {
+            let name = self.src.text(value);
+            !self.params.contains_key(name) && !self.locals.contains_key(name)
+        };
+        if (value.kind() == "selector_expression" || function_name)
             && let Some(callee) = self.callee(value)
         {
             self.func_fields.push((field.to_string(), callee));
@@ -174,5 +180,70 @@ impl<'t> Walk<'_, 't> {
             self.local_packages
                 .insert(name.to_string(), pkg.to_string());
         }
+    }
+}
+
+/// A package-level `var` that holds a function (`var updateDeploymentAndWait = mon.UpdateCephDeploymentAndWait`,
+/// kept in a variable so tests can swap it) or a table of them (`upgrades = []versionUpgrade{{upgradeStack:
+/// upgrade0_11_0}}`): recorded as function values stored under the variable's or the field's name
+/// (`FileModel::func_fields`), so a call of that name runs the function.
+pub(super) fn package_func_values(
+    src: &super::syntax::Src<'_>,
+    imports: &super::Imports,
+    decl: Node<'_>,
+    out: &mut Vec<(String, Callee)>,
+) {
+    for spec in super::syntax::specs(decl) {
+        let names = super::syntax::field_children(spec, "name");
+        let Some(values) = spec.child_by_field_name("value") else {
+            continue;
+        };
+        let values: Vec<Node> = super::syntax::named_children(values).collect();
+        if names.len() == values.len() {
+            for (n, v) in names.iter().zip(&values) {
+                if let Some(c) = func_value(src, imports, *v) {
+                    out.push((src.text(*n).to_string(), c));
+                }
+            }
+        }
+        for v in values {
+            let mut stack = vec![v];
+            while let Some(n) = stack.pop() {
+                if n.kind() == "keyed_element"
+                    && let [key, value] = super::syntax::named_children(n).collect::<Vec<_>>()[..]
+                    && let Some(c) =
+                        func_value(src, imports, super::syntax::unwrap_literal_element(value))
+                {
+                    let key = super::syntax::unwrap_literal_element(key);
+                    out.push((src.text(key).to_string(), c));
+                }
+                stack.extend(super::syntax::named_children(n));
+            }
+        }
+    }
+}
+
+/// What a value names when it is a function of the module: a bare name (`upgrade0_11_0`; the join finds none
+/// when it names no function) or one of another package of the module by its import path
+/// (`mon.UpdateCephDeploymentAndWait`).
+fn func_value(
+    src: &super::syntax::Src<'_>,
+    imports: &super::Imports,
+    v: Node<'_>,
+) -> Option<Callee> {
+    match v.kind() {
+        "identifier" => {
+            let name = src.text(v);
+            (!matches!(name, "nil" | "true" | "false") && !super::body::BUILTINS.contains(&name))
+                .then(|| Callee::Path(name.to_string()))
+        }
+        "selector_expression" => {
+            let pkg = src.text(v.child_by_field_name("operand")?);
+            let m = src.text(v.child_by_field_name("field")?);
+            let path = imports.path_of(pkg)?;
+            (!imports.is_external(pkg) && m.starts_with(|c: char| c.is_ascii_uppercase()))
+                .then(|| Callee::Path(format!("{path}::{m}")))
+        }
+        _ => None,
     }
 }

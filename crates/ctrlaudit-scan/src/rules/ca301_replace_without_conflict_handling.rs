@@ -25,15 +25,16 @@ const WRITTEN_BY_THE_CLUSTER: &[(&str, &str)] = &[
 pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
     let racing = racing_writers(cx);
     let retried = retried_fns(cx);
+    let mut handled_above = BTreeMap::new();
     for id in cx.unit.all_fns() {
         let func = cx.unit.func(id);
         // controller-runtime's workqueue never hands one object to two workers, and a 409 returned goes back
         // through its rate limiter: in Go a PUT races only with another writer of the same objects. A
         // `RetryOnConflict` covers the calls in it (`in_retry`), not the function's others.
         if cx.lang(id.0) == Lang::Go {
-            if !func.error_signs.iter().any(|s| s.tests_conflict())
-                && !func.clears_resource_version
+            if !func.clears_resource_version
                 && !retried.contains(&id)
+                && !tells_conflict_on_every_path(cx, id, &mut handled_above)
             {
                 go_check(cx, id, &racing, out);
             }
@@ -79,6 +80,52 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
         }
     }
 }
+
+/// Whether a 409 that Go function `id` returns is told apart on its way up, on every path: by the function
+/// itself (`apierrors.IsConflict(err)`), or by each of its callers right after calling it (`if err :=
+/// r.updateStatus(ctx, w); apierrors.IsConflict(err) { requeue }`), or by theirs when they return it. A
+/// caller's test of another call's error tells nothing of this one's.
+fn tells_conflict_on_every_path(
+    cx: &Ctx<'_>,
+    id: crate::unit::FnId,
+    memo: &mut BTreeMap<crate::unit::FnId, bool>,
+) -> bool {
+    cx.unit.func(id).error_signs.iter().any(|s| s.tests_conflict()) || told_above(cx, id, memo)
+}
+
+/// Whether every caller of `id` tests for a 409 right after calling it, or is itself so covered above.
+fn told_above(
+    cx: &Ctx<'_>,
+    id: crate::unit::FnId,
+    memo: &mut BTreeMap<crate::unit::FnId, bool>,
+) -> bool {
+    if let Some(&known) = memo.get(&id) {
+        return known;
+    }
+    // Until known: a call cycle back here tells nothing.
+    memo.insert(id, false);
+    let callers = cx.unit.callers(id);
+    let told = !callers.is_empty()
+        && callers.into_iter().all(|c| {
+            let f = cx.unit.func(c);
+            let tested_after_call = f
+                .calls
+                .iter()
+                .filter(|call| cx.unit.resolve_callee(&call.callee, c.0).contains(&id))
+                .any(|call| {
+                    f.conflict_tests
+                        .iter()
+                        .any(|&t| (call.at.line..=call.at.line + CONFLICT_TEST_LINES).contains(&t))
+                });
+            cx.lang(c.0) == Lang::Go && (tested_after_call || told_above(cx, c, memo))
+        });
+    memo.insert(id, told);
+    told
+}
+
+/// How far below a call a 409 test is still of that call's error: the same line (`if err := f(); IsConflict(err)`)
+/// or the `if err != nil {` block right under it.
+const CONFLICT_TEST_LINES: u32 = 3;
 
 /// Go functions a conflict retry runs, or whose returned closure it runs, or that are only ever called from
 /// inside one (`retry.RetryOnConflict(b, func() error { .. m.UpdatePod(pod) .. })`): their PUTs are retried on 409.

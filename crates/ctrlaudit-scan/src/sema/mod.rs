@@ -214,6 +214,9 @@ pub struct FnModel {
     /// What the function names that tells API errors apart (`code == 409`, `is_conflict()`, `"Conflict"`); see
     /// [`tells_conflict`].
     pub error_signs: Vec<ErrorSign>,
+    /// The lines where it tests an error for a 409 (`apierrors.IsConflict(err)`, Go): a test a few lines
+    /// below a call is of that call's error.
+    pub conflict_tests: Vec<u32>,
     /// The function clears `resource_version` (an unconditional update, no 409 possible).
     pub clears_resource_version: bool,
     /// `finalizer(&api, …)` calls: writes the kind's metadata.

@@ -180,7 +180,15 @@ impl Unit<'_> {
             },
             // `self.f(..)`: the method of this file's impl first, as a bare name resolves.
             Callee::SelfMethod(m) => self.resolve(m, from_file),
-            Callee::Path(p) => return self.resolve(p, from_file),
+            Callee::Path(p) => {
+                let found = self.resolve(p, from_file);
+                // `updateDeploymentAndWait(..)`, no function of that name: the function a package-level
+                // variable so named holds.
+                if !found.is_empty() || p.contains("::") {
+                    return found;
+                }
+                return self.stored_funcs(p, from_file);
+            }
         };
         if !found.is_empty() {
             return found;
@@ -194,14 +202,19 @@ impl Unit<'_> {
         else {
             return found;
         };
-        // Only the fields stored in the caller's own package: another package's controllers have
-        // `syncHandler`s of their own.
+        self.stored_funcs(m, from_file)
+    }
+
+    /// The functions stored under `name` (a field, or a package-level variable) in the package of file
+    /// `from_file`: only the caller's own package, as another package's controllers have `syncHandler`s of
+    /// their own. One hop, so that a field stored in itself cannot loop.
+    fn stored_funcs(&self, m: &str, from_file: usize) -> Vec<FnId> {
         let package = package_dir(&self.files[from_file].path);
         self.func_fields
-            .get(&(package, m.as_str()))
+            .get(&(package, m))
             .into_iter()
             .flatten()
-            .filter(|(_, c)| !matches!(c, Callee::Method(x) | Callee::SelfMethod(x) if x == m))
+            .filter(|(_, c)| !matches!(c, Callee::Method(x) | Callee::SelfMethod(x) | Callee::Path(x) if x == m))
             .flat_map(|&(fi, c)| match c {
                 Callee::Method(x) | Callee::TypedMethod(_, x) | Callee::OnType(_, x) => {
                     self.resolve_method(x)
