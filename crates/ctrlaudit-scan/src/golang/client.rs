@@ -21,6 +21,9 @@ impl Walk<'_, '_> {
         if func.kind() != "selector_expression" {
             return None;
         }
+        if let Some(call) = self.create_or_update_read(func, args, place) {
+            return Some(call);
+        }
         let recv = func.child_by_field_name("operand")?;
         let method = self.src.text(func.child_by_field_name("field")?);
         if let Some(call) = self.clientset_call(func, recv, method, args, place) {
@@ -101,6 +104,37 @@ impl Walk<'_, '_> {
             cached,
             client,
             ..self.typed_call(func, m, kind, place)
+        })
+    }
+
+    /// `controllerutil.CreateOrUpdate(ctx, c, obj, mutate)` (or `CreateOrPatch`): it first GETs `obj` through
+    /// client `c`, which is what a read rule judges (from the cache or not, as any read of `c`). Its create or
+    /// write after the mutate is left out: it runs only when the object is missing or the mutate changed it.
+    fn create_or_update_read(
+        &self,
+        func: Node<'_>,
+        args: &[Node<'_>],
+        place: &Place,
+    ) -> Option<ApiCall> {
+        let (pkg, name) = qualified(self.src, func)?;
+        if !self.imports.is(
+            pkg,
+            "sigs.k8s.io/controller-runtime/pkg/controller/controllerutil",
+        ) || !matches!(name, "CreateOrUpdate" | "CreateOrPatch")
+            || args.len() < 4
+            || !is_context(self.src, args[0])
+            || !self.is_client(args[1])
+        {
+            return None;
+        }
+        let recv_text = self.src.text(args[1]).to_ascii_lowercase();
+        let (uncached_here, client) = self.client_ref(args[1]);
+        Some(ApiCall {
+            cached: !uncached_here
+                && !recv_text.contains("apireader")
+                && !recv_text.contains("uncached"),
+            client,
+            ..self.typed_call(func, ApiMethod::Get, self.kind_of(args[2]), place)
         })
     }
 

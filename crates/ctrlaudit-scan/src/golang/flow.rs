@@ -60,6 +60,15 @@ impl Walk<'_, '_> {
                 continue;
             }
             self.built_meta_set(*l);
+            // `pod.ResourceVersion = ""` before a PUT: an unconditional update, never a 409 (as kube-rs's
+            // `resource_version = None`).
+            if l.kind() == "selector_expression"
+                && l.child_by_field_name("field")
+                    .is_some_and(|f| self.src.text(f) == "ResourceVersion")
+                && self.src.text(*r) == "\"\""
+            {
+                self.f.clears_resource_version = true;
+            }
             self.label_set_entry(*l, *r);
             self.note_phase_set(s, *l, *r, place);
             // `c.syncHandler = c.sync`.

@@ -271,6 +271,16 @@ fn go_check(
         if call.unversioned {
             continue;
         }
+        // A failed PUT followed by a loop that reads the object again and repeats it (`for i := 0; i < n && err
+        // != nil; i++ { node, err = c.Get(..); _, err = c.Update(..) }`): a conflict retry written by hand.
+        let retried_by_hand = |verb: Verb| {
+            calls.iter().any(|r| {
+                r.in_retry && r.kind == call.kind && r.method.verb() == verb && r.span.line > call.span.line
+            })
+        };
+        if retried_by_hand(Verb::Get) && retried_by_hand(Verb::Update) {
+            continue;
+        }
         let Some((kind, who)) = call.kind.as_deref().and_then(|k| racing.get_key_value(k)) else {
             continue;
         };
