@@ -32,7 +32,11 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
         // through its rate limiter: in Go a PUT races only with another writer of the same objects. A
         // `RetryOnConflict` covers the calls in it (`in_retry`), not the function's others.
         if cx.lang(id.0) == Lang::Go {
-            if !func.clears_resource_version
+            // Who tells a 409 apart up the path is asked only of a function with a PUT reconcile reaches.
+            let puts = cx.reach.contains_key(&id)
+                && cx.unit.api_calls(id).any(|c| c.method.verb() == Verb::Update);
+            if puts
+                && !func.clears_resource_version
                 && !retried.contains(&id)
                 && !tells_conflict_on_every_path(cx, id, &mut handled_above)
             {
