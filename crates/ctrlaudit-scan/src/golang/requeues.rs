@@ -23,6 +23,11 @@ impl Walk<'_, '_> {
             if values.get(1).is_some_and(|e| self.src.text(*e) != "nil") {
                 return None;
             }
+            // `return utils.RequeueAfterInterval(20 * time.Second)`, a helper of the module that returns the
+            // Result (and a nil error) itself: the join reads the requeue from the helper's returns.
+            if first.kind() == "call_expression" {
+                return self.requeue_via(*first, place, wrote_before);
+            }
             if first.kind() == "identifier" {
                 // The requeue a local was bound to, asked for where it is returned.
                 let bound = self.result_locals.get(self.src.text(*first))?;
@@ -65,6 +70,39 @@ impl Walk<'_, '_> {
                 None => self.result_locals.remove(var),
             };
         }
+    }
+
+    /// A call of a function of the module as what a `return` hands back (`return requeueAfter(10 *
+    /// time.Second)`): a requeue whose duration the join reads from that function's returns, with these
+    /// arguments for its parameters (`Requeue::via`).
+    fn requeue_via(&self, call: Node<'_>, place: &Place, wrote_before: bool) -> Option<Requeue> {
+        let func = call.child_by_field_name("function")?;
+        if qualified(self.src, func).is_some_and(|(pkg, _)| self.imports.is_external(pkg)) {
+            return None;
+        }
+        let via = self.callee(func)?;
+        let via_args = call
+            .child_by_field_name("arguments")
+            .map(|a| {
+                named_children(a)
+                    .map(|x| lower_value(self.src, self.imports, x))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Some(Requeue {
+            span: self.src.span(call),
+            secs: None,
+            duration: None,
+            conditional: place.branch,
+            on_error: place.on_error,
+            in_err_value: false,
+            after_change: wrote_before,
+            after_write: wrote_before,
+            variants: Vec::new(),
+            via: Some(via),
+            via_args,
+            text: self.src.compact(call, 80),
+        })
     }
 
     /// `ctrl.Result{RequeueAfter: d}` as a requeue. `Requeue: true` alone is not one: it goes through the

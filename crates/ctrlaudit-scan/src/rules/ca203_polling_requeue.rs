@@ -57,7 +57,9 @@ pub fn check(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
             // A step function (a phase handler the reconcile calls) that moves the object on and requeues is a
             // one-shot follow-up too; the reconcile itself doing that on every pass is not.
             let step = r.conditional || cx.reach.get(&id).is_some_and(|p| p.len() > 1);
+            // controller-runtime reads `RequeueAfter: 0` as not set: no timer.
             if secs >= limit
+                || (cx.lang(id.0) == Lang::Go && secs == 0.0)
                 || (step && r.after_change)
                 || (r.conditional && (secs == 0.0 || (secs < 1.0 && r.after_write)))
             {

@@ -30,7 +30,13 @@ fn swallowed_errors(cx: &Ctx<'_>, out: &mut Vec<Finding>) {
     let limit = cx.unit.config.thresholds.error_requeue_secs;
     for &id in cx.reach.keys().filter(|id| cx.lang(id.0) == Lang::Go) {
         for r in cx.unit.func(id).requeues.iter().filter(|r| r.on_error) {
-            let Some(secs) = cx.unit.requeue_secs(r, id.0).filter(|s| *s < limit) else {
+            // `RequeueAfter: 0` is no delay to controller-runtime: with `Requeue: true` beside it the object goes
+            // back through the rate limiter, which backs off (mongodb's `result.Failed()` is `Retry(0)`).
+            let Some(secs) = cx
+                .unit
+                .requeue_secs(r, id.0)
+                .filter(|s| *s > 0.0 && *s < limit)
+            else {
                 continue;
             };
             out.push(finding(
