@@ -86,7 +86,22 @@ impl Walk<'_, '_> {
                 continue;
             };
             let path = self.src.compact(*l, 120);
-            if path.starts_with(&format!("{var}.Status")) {
+            // `desired.Status = live.Status`, `desired.Status.Replicas = live.Status.Replicas` with both of one
+            // type: the status the object has, kept in the one about to be sent, is no status written. (A child's
+            // phase copied into its parent's status is: another type.)
+            let kept_from_live = path.strip_prefix(var).is_some_and(|field| {
+                let value = self.src.compact(*r, 120);
+                let same_type = |other: &str| {
+                    self.locals
+                        .get(var)
+                        .is_some_and(|t| self.locals.get(other) == Some(t))
+                };
+                value != path
+                    && value
+                        .strip_suffix(field)
+                        .is_some_and(|other| other != var && same_type(other))
+            });
+            if path.starts_with(&format!("{var}.Status")) && !kept_from_live {
                 self.status_set.insert(var.to_string());
             }
             // An unconditional assignment of a volatile value into an object: the next write of it carries it.
