@@ -92,19 +92,25 @@ impl Walk<'_, '_> {
         let body_has_status = matches!(m, ApiMethod::Replace | ApiMethod::Patch)
             && (var.is_some_and(|v| self.status_set.contains(v))
                 || literal_sets_status(self.src, obj));
-        let recv_text = self.src.text(recv).to_ascii_lowercase();
-        let (uncached_here, client) = self.client_ref(recv);
-        let cached = m.is_read()
-            && !uncached_here
-            && !recv_text.contains("apireader")
-            && !recv_text.contains("uncached");
+        let (cached, client) = self.read_client(recv);
         Some(ApiCall {
             body_has_status,
             server_side_apply: ssa,
-            cached,
+            cached: m.is_read() && cached,
             client,
             ..self.typed_call(func, m, kind, place)
         })
+    }
+
+    /// What a read through client `recv` is served by, as far as this file tells: the cache unless the client
+    /// is known here to have none (a local from `client.New`) or is named for the API reader or for having no
+    /// cache; with the reference the join judges further (see `client_ref`).
+    fn read_client(&self, recv: Node<'_>) -> (bool, Option<crate::sema::ClientRef>) {
+        let recv_text = self.src.text(recv).to_ascii_lowercase();
+        let (uncached_here, client) = self.client_ref(recv);
+        let cached =
+            !uncached_here && !recv_text.contains("apireader") && !recv_text.contains("uncached");
+        (cached, client)
     }
 
     /// `controllerutil.CreateOrUpdate(ctx, c, obj, mutate)` (or `CreateOrPatch`): it first GETs `obj` through
@@ -127,12 +133,9 @@ impl Walk<'_, '_> {
         {
             return None;
         }
-        let recv_text = self.src.text(args[1]).to_ascii_lowercase();
-        let (uncached_here, client) = self.client_ref(args[1]);
+        let (cached, client) = self.read_client(args[1]);
         Some(ApiCall {
-            cached: !uncached_here
-                && !recv_text.contains("apireader")
-                && !recv_text.contains("uncached"),
+            cached,
             client,
             ..self.typed_call(func, ApiMethod::Get, self.kind_of(args[2]), place)
         })

@@ -90,7 +90,16 @@ impl Walk<'_, '_> {
             })
             .unwrap_or_default();
         Some(Requeue {
-            span: self.src.span(call),
+            via: Some(via),
+            via_args,
+            ..self.requeue_at(call, place, wrote_before)
+        })
+    }
+
+    /// A requeue written at `n`, on the path `place` says, of no duration yet.
+    fn requeue_at(&self, n: Node<'_>, place: &Place, wrote_before: bool) -> Requeue {
+        Requeue {
+            span: self.src.span(n),
             secs: None,
             duration: None,
             conditional: place.branch,
@@ -99,10 +108,10 @@ impl Walk<'_, '_> {
             after_change: wrote_before,
             after_write: wrote_before,
             variants: Vec::new(),
-            via: Some(via),
-            via_args,
-            text: self.src.compact(call, 80),
-        })
+            via: None,
+            via_args: Vec::new(),
+            text: self.src.compact(n, 80),
+        }
     }
 
     /// `ctrl.Result{RequeueAfter: d}` as a requeue. `Requeue: true` alone is not one: it goes through the
@@ -126,18 +135,9 @@ impl Walk<'_, '_> {
         let value = lower_value(self.src, self.imports, after);
         let secs = value.secs(&HashMap::new(), &crate::sema::unbound);
         Some(Requeue {
-            span: self.src.span(lit),
             secs,
             duration: (secs.is_none() && !value.is_jittered()).then_some(value),
-            conditional: place.branch,
-            on_error: place.on_error,
-            in_err_value: false,
-            after_change: wrote_before,
-            after_write: wrote_before,
-            variants: Vec::new(),
-            via: None,
-            via_args: Vec::new(),
-            text: self.src.compact(lit, 80),
+            ..self.requeue_at(lit, place, wrote_before)
         })
     }
 }

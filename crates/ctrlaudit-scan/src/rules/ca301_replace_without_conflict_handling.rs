@@ -112,16 +112,17 @@ fn told_above(
     let told = !callers.is_empty()
         && callers.into_iter().all(|c| {
             let f = cx.unit.func(c);
-            let tested_after_call = f
-                .calls
-                .iter()
-                .filter(|call| cx.unit.resolve_callee(&call.callee, c.0).contains(&id))
-                .any(|call| {
-                    f.conflict_tests
-                        .iter()
-                        .any(|&t| (call.at.line..=call.at.line + CONFLICT_TEST_LINES).contains(&t))
-                });
-            cx.lang(c.0) == Lang::Go && (tested_after_call || told_above(cx, c, memo))
+            let tested_after_call = || {
+                f.calls
+                    .iter()
+                    .filter(|call| cx.unit.resolve_callee(&call.callee, c.0).contains(&id))
+                    .any(|call| {
+                        f.conflict_tests
+                            .iter()
+                            .any(|&t| (call.at.line..=call.at.line + CONFLICT_TEST_LINES).contains(&t))
+                    })
+            };
+            cx.lang(c.0) == Lang::Go && (tested_after_call() || told_above(cx, c, memo))
         });
     memo.insert(id, told);
     told
